@@ -1,0 +1,148 @@
+"""The typed stack config (`slurm-eks:cluster` in `stacks/Pulumi.<stack>.yaml`).
+
+Structure and types live here as pydantic models; rules that relate several settings live in
+`components.validators`. Nothing here imports Pulumi resource types, so the job tooling on the login pod
+can read partitions without Pulumi installed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+CONFIG_NAMESPACE = "slurm-eks"
+CONFIG_KEY = "cluster"
+FULL_KEY = f"{CONFIG_NAMESPACE}:{CONFIG_KEY}"
+
+# Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or unlimited.
+_SLURM_TIME = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+(:\d{2}){0,2})$")
+
+
+def _cidr(value: str) -> str:
+    try:
+        return str(ipaddress.ip_network(value, strict=True))
+    except ValueError as exc:
+        raise ValueError(f"not a CIDR block ({exc}); write it like 10.0.0.0/16") from None
+
+
+def _slurm_time(value: str) -> str:
+    if not _SLURM_TIME.match(value):
+        raise ValueError("not a Slurm time limit; use minutes, HH:MM:SS, D-HH:MM:SS or UNLIMITED")
+    return value
+
+
+Cidr = Annotated[str, AfterValidator(_cidr)]
+SlurmTime = Annotated[str, AfterValidator(_slurm_time)]
+FsxEvent = Literal["NEW", "CHANGED", "DELETED"]
+
+
+class Model(BaseModel):
+    """camelCase keys in YAML, snake_case in Python; unknown keys are errors; values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class Network(Model):
+    vpc_cidr: Cidr | None = None
+    availability_zones: list[str] = Field(default_factory=list)
+    vpc_id: str | None = None
+    private_subnet_ids: list[str] = Field(default_factory=list)
+    efa_availability_zone: str | None = None
+    # CIDRs allowed to reach the EKS API's public endpoint; empty keeps the endpoint private.
+    api_public_cidrs: list[Cidr] = Field(default_factory=list)
+
+    @property
+    def creates_vpc(self) -> bool:
+        return self.vpc_id is None
+
+
+class SystemNodes(Model):
+    """The managed node group for controllers (Karpenter, operators, CoreDNS); Karpenter never runs on
+    nodes it manages."""
+
+    instance_types: list[str] = Field(default_factory=lambda: ["m7i.xlarge"], min_length=1)
+    min_size: int = Field(2, ge=2)
+    max_size: int = Field(3, ge=2)
+
+
+class Repository(Model):
+    """An S3 prefix linked into FSx at `path` by a data repository association."""
+
+    path: str
+    s3: str
+    import_events: list[FsxEvent] = Field(default_factory=list, alias="import")
+    export_events: list[FsxEvent] = Field(default_factory=list, alias="export")
+
+
+class Fsx(Model):
+    deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "PERSISTENT_2"
+    capacity_gib: int = Field(1200, alias="capacityGiB", gt=0)
+    throughput_per_tib: int | None = Field(None, alias="throughputPerTiB")
+    repositories: list[Repository] = Field(default_factory=list)
+
+
+class Storage(Model):
+    fsx: Fsx = Field(default_factory=Fsx)
+
+
+class Accounting(Model):
+    database: Literal["rds", "in-cluster"] = "rds"
+
+
+class Login(Model):
+    replicas: int = Field(1, ge=0)
+    # Source ranges of the login NLB; empty means an internal NLB reachable only inside the VPC.
+    allowed_cidrs: list[Cidr] = Field(default_factory=list)
+    ssh_keys: list[str] = Field(default_factory=list)
+    allow_public_ssh: bool = False
+
+
+class RestApi(Model):
+    replicas: int = Field(1, ge=0)
+
+
+class Slurm(Model):
+    accounting: Accounting = Field(default_factory=Accounting)
+    login: Login = Field(default_factory=Login)
+    restapi: RestApi = Field(default_factory=RestApi)
+
+
+class Partition(Model):
+    instance_types: list[str] = Field(min_length=1)
+    min_nodes: int = Field(0, ge=0)
+    max_nodes: int = Field(ge=0)
+    efa: bool = False
+    capacity_type: Literal["on-demand", "spot", "reserved"] = "on-demand"
+    capacity_reservation_ids: list[str] = Field(default_factory=list)
+    default: bool = False
+    max_time: SlurmTime = "UNLIMITED"
+
+
+class ClusterConfig(Model):
+    region: str
+    kubernetes_version: str
+    cluster_name: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    # IAM roles given cluster-admin through EKS access entries (the deployer gets it automatically).
+    admin_role_arns: list[str] = Field(default_factory=list)
+    network: Network = Field(default_factory=Network)
+    system_nodes: SystemNodes = Field(default_factory=SystemNodes)
+    storage: Storage = Field(default_factory=Storage)
+    slurm: Slurm = Field(default_factory=Slurm)
+    partitions: dict[str, Partition] = Field(min_length=1)
+
+    def name_for(self, stack: str) -> str:
+        return self.cluster_name or f"slurm-eks-{stack}"
+
+    @property
+    def default_partition(self) -> str:
+        marked = [name for name, p in self.partitions.items() if p.default]
+        return marked[0] if marked else next(iter(self.partitions))
+
+    @property
+    def efa_partitions(self) -> dict[str, Partition]:
+        return {name: p for name, p in self.partitions.items() if p.efa}

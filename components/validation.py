@@ -1,0 +1,98 @@
+"""Turn a raw `slurm-eks:cluster` value into a `ClusterConfig`, or a `ConfigError` listing every problem.
+
+Two passes, like AWS ParallelCluster: the structure (types, unknown keys with a "did you mean" hint) from
+the pydantic models, then the named semantic rules in `components.validators`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from components.config import FULL_KEY, ClusterConfig
+from components.problems import ConfigError, Problem
+from components.validators import run_validators
+
+
+def parse_cluster_config(raw: Any, source: str = "") -> tuple[ClusterConfig, list[Problem]]:
+    """Validate `raw`; return the config and its warnings, or raise ConfigError naming every error."""
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            [Problem("config-shape", "error", "", raw, f"`{FULL_KEY}` must be a mapping of settings",
+                     "see the config reference in README.md")],
+            source,
+        )
+    try:
+        config = ClusterConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError([_structural_problem(e) for e in exc.errors()], source) from None
+    problems = run_validators(config)
+    if any(p.severity == "error" for p in problems):
+        raise ConfigError(problems, source)
+    return config, problems
+
+
+def config_path(loc: tuple[Any, ...]) -> str:
+    """("partitions", "gpu", "instanceTypes", 0) -> "partitions.gpu.instanceTypes[0]"."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _structural_problem(error: Any) -> Problem:
+    loc = tuple(error["loc"])
+    path = config_path(loc)
+    kind = error["type"]
+    value = error.get("input")
+    if kind == "extra_forbidden":
+        known = _keys_at(loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+        hint = f"did you mean `{close[0]}`?" if close else f"known keys here: {', '.join(sorted(known))}"
+        return Problem("unknown-key", "error", path, value, f"unknown key `{loc[-1]}`", hint)
+    if kind == "missing":
+        return Problem("required", "error", path, None, "required setting is missing", f"add `{path}`")
+    message = error["msg"].removeprefix("Value error, ")
+    fix = {
+        "literal_error": f"use one of: {error.get('ctx', {}).get('expected', '')}",
+        "greater_than_equal": f"use a value >= {error.get('ctx', {}).get('ge')}",
+        "greater_than": f"use a value > {error.get('ctx', {}).get('gt')}",
+        "too_short": "add at least one entry",
+    }.get(kind, "correct the value as the message says")
+    return Problem(f"type-{kind.replace('_', '-')}", "error", path, value, message, fix)
+
+
+def _keys_at(loc: tuple[Any, ...]) -> list[str]:
+    """The keys a model accepts at `loc` (aliases as written in YAML), walking models, lists and maps."""
+    model: Any = ClusterConfig
+    for part in loc:
+        model = _step_into(model, part)
+        if model is None:
+            return []
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return [f.alias or name for name, f in model.model_fields.items()]
+    return []
+
+
+def _step_into(annotation: Any, part: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        for name, field in annotation.model_fields.items():
+            if part in (name, field.alias):
+                return _unwrap(field.annotation)
+        return None
+    origin = typing.get_origin(annotation)
+    if origin in (list, dict):
+        return _unwrap(typing.get_args(annotation)[-1])
+    return None
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Optional[X] -> X (the configs never mix models with other types in one union)."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return args[0] if args else annotation
+    return annotation

@@ -1,0 +1,380 @@
+"""Semantic rules for a stack config, one named validator per rule.
+
+Each validator yields `Finding`s; the registry stamps them with the rule's name and severity. Every
+message says what is wrong, the path says where, and the fix says how to put it right.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from components import catalog
+from components.config import ClusterConfig, Partition
+from components.problems import Problem, Severity
+
+MIN_KUBERNETES = (1, 29)  # Slinky 1.2.x needs Kubernetes >= 1.29
+NEWEST_KNOWN_KUBERNETES = (1, 35)  # newest EKS version these manifests were checked against
+FSX_THROUGHPUT = {"PERSISTENT_2": (125, 250, 500, 1000)}
+FSX_MAX_REPOSITORIES = 8  # data repository associations per file system
+K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MAX_PARTITION_NAME = 40  # leaves room for the prefixes of NodePool/NodeSet/Service names (63 chars)
+REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+SSH_KEY = re.compile(r"^(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
+                     r" [A-Za-z0-9+/=]+( .*)?$")
+S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
+OPEN_TO_WORLD = ("0.0.0.0/0", "::/0")
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    value: Any
+    message: str
+    fix: str
+
+
+Validator = Callable[[ClusterConfig], Iterator[Finding]]
+VALIDATORS: dict[str, tuple[Severity, Validator]] = {}
+
+
+def rule(name: str, severity: Severity = "error") -> Callable[[Validator], Validator]:
+    def register(fn: Validator) -> Validator:
+        VALIDATORS[name] = (severity, fn)
+        return fn
+
+    return register
+
+
+def run_validators(config: ClusterConfig) -> list[Problem]:
+    return [
+        Problem(name, severity, f.path, f.value, f.message, f.fix)
+        for name, (severity, fn) in VALIDATORS.items()
+        for f in fn(config)
+    ]
+
+
+def _known_types(p: Partition) -> list[catalog.InstanceType]:
+    return [catalog.CATALOG[t] for t in p.instance_types if t in catalog.CATALOG]
+
+
+# --- cluster -------------------------------------------------------------------------------------------
+
+@rule("region")
+def region_format(c: ClusterConfig) -> Iterator[Finding]:
+    if not REGION.match(c.region):
+        yield Finding("region", c.region, "not an AWS region name", "use a region such as us-west-2")
+
+
+@rule("kubernetes-version")
+def kubernetes_version(c: ClusterConfig) -> Iterator[Finding]:
+    m = re.fullmatch(r"1\.(\d+)", c.kubernetes_version)
+    if not m:
+        yield Finding("kubernetesVersion", c.kubernetes_version, "not a Kubernetes minor version",
+                      'quote it as a string like "1.33" (YAML reads 1.30 as the number 1.3)')
+    elif (1, int(m.group(1))) < MIN_KUBERNETES:
+        yield Finding("kubernetesVersion", c.kubernetes_version,
+                      "Slinky slurm-operator 1.2.x supports Kubernetes 1.29 and newer only",
+                      'use "1.29" or newer (EKS standard support: see `slurm-eks preflight`)')
+
+
+@rule("kubernetes-version-unverified", "warning")
+def kubernetes_version_unverified(c: ClusterConfig) -> Iterator[Finding]:
+    m = re.fullmatch(r"1\.(\d+)", c.kubernetes_version)
+    if m and (1, int(m.group(1))) > NEWEST_KNOWN_KUBERNETES:
+        newest = ".".join(map(str, NEWEST_KNOWN_KUBERNETES))
+        yield Finding("kubernetesVersion", c.kubernetes_version,
+                      f"newer than {newest}, the newest version this project was checked against",
+                      "check Karpenter's and Slinky's compatibility matrices before deploying")
+
+
+@rule("cluster-name")
+def cluster_name(c: ClusterConfig) -> Iterator[Finding]:
+    if c.cluster_name is not None and not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{0,37}", c.cluster_name):
+        yield Finding("clusterName", c.cluster_name,
+                      "EKS cluster names start with a letter and hold letters, digits and '-'",
+                      "use up to 38 characters such as ml-training-prod (room for derived IAM names)")
+
+
+@rule("admin-role-arn")
+def admin_role_arns(c: ClusterConfig) -> Iterator[Finding]:
+    for i, arn in enumerate(c.admin_role_arns):
+        if not re.fullmatch(r"arn:aws[a-z-]*:iam::\d{12}:role/.+", arn):
+            yield Finding(f"adminRoleArns[{i}]", arn, "not an IAM role ARN",
+                          "use arn:aws:iam::<account>:role/<name>")
+
+
+# --- network -------------------------------------------------------------------------------------------
+
+@rule("network-source")
+def network_source(c: ClusterConfig) -> Iterator[Finding]:
+    n = c.network
+    if n.vpc_cidr and n.vpc_id:
+        yield Finding("network", {"vpcCidr": n.vpc_cidr, "vpcId": n.vpc_id},
+                      "both a new VPC (vpcCidr) and an existing one (vpcId) are set",
+                      "keep vpcCidr to create a VPC, or vpcId + privateSubnetIds to use yours")
+    elif not n.vpc_cidr and not n.vpc_id:
+        yield Finding("network", None, "no network: neither vpcCidr nor vpcId is set",
+                      "set network.vpcCidr (e.g. 10.0.0.0/16) or network.vpcId + network.privateSubnetIds")
+    elif n.vpc_id and len(n.private_subnet_ids) < 2:
+        yield Finding("network.privateSubnetIds", n.private_subnet_ids,
+                      "EKS needs private subnets in at least two availability zones",
+                      "list the IDs of two or more private subnets of the VPC")
+    elif n.vpc_cidr and n.private_subnet_ids:
+        yield Finding("network.privateSubnetIds", n.private_subnet_ids,
+                      "subnet IDs are only used with an existing VPC (vpcId)",
+                      "remove privateSubnetIds, or replace vpcCidr by vpcId")
+
+
+@rule("vpc-cidr-size")
+def vpc_cidr_size(c: ClusterConfig) -> Iterator[Finding]:
+    if c.network.vpc_cidr:
+        net = ipaddress.ip_network(c.network.vpc_cidr)
+        if net.version != 4 or not 16 <= net.prefixlen <= 20:
+            yield Finding("network.vpcCidr", c.network.vpc_cidr,
+                          "the VPC must be an IPv4 block between /16 and /20: every pod takes a VPC address",
+                          "use a block such as 10.0.0.0/16")
+
+
+@rule("availability-zones")
+def availability_zones(c: ClusterConfig) -> Iterator[Finding]:
+    zones = c.network.availability_zones
+    if not c.network.vpc_cidr:
+        if zones:
+            yield Finding("network.availabilityZones", zones,
+                          "zones come from the existing subnets when vpcId is set",
+                          "remove availabilityZones")
+        return
+    if len(zones) < 2 or len(set(zones)) != len(zones):
+        yield Finding("network.availabilityZones", zones,
+                      "a new VPC needs two or more distinct availability zones (EKS requires two)",
+                      f"list zones such as [{c.region}a, {c.region}b, {c.region}c]")
+    if len(zones) > 7:
+        yield Finding("network.availabilityZones", zones, "at most 7 zones fit the subnet layout",
+                      "list 2 to 7 zones")
+    for i, zone in enumerate(zones):
+        if not re.fullmatch(re.escape(c.region) + r"[a-z]", zone):
+            yield Finding(f"network.availabilityZones[{i}]", zone, f"not a zone of region {c.region}",
+                          f"use a zone name such as {c.region}a")
+
+
+@rule("efa-zone")
+def efa_zone(c: ClusterConfig) -> Iterator[Finding]:
+    zone = c.network.efa_availability_zone
+    if c.efa_partitions and not zone:
+        names = ", ".join(c.efa_partitions)
+        yield Finding("network.efaAvailabilityZone", None,
+                      f"partitions with efa: true ({names}) need one zone: EFA traffic does not cross zones",
+                      "set network.efaAvailabilityZone to the zone that holds your capacity")
+    if zone and c.network.vpc_cidr and zone not in c.network.availability_zones:
+        yield Finding("network.efaAvailabilityZone", zone, "not one of network.availabilityZones",
+                      f"use one of {c.network.availability_zones}")
+    if zone and not zone.startswith(c.region):
+        yield Finding("network.efaAvailabilityZone", zone, f"not a zone of region {c.region}",
+                      f"use a zone such as {c.region}a")
+
+
+@rule("api-endpoint-open", "warning")
+def api_endpoint_open(c: ClusterConfig) -> Iterator[Finding]:
+    for i, cidr in enumerate(c.network.api_public_cidrs):
+        if cidr in OPEN_TO_WORLD:
+            yield Finding(f"network.apiPublicCidrs[{i}]", cidr,
+                          "the Kubernetes API endpoint would be reachable from the whole internet",
+                          "list your office/VPN/CI ranges instead, or leave it empty for a private endpoint")
+
+
+# --- storage -------------------------------------------------------------------------------------------
+
+@rule("fsx-capacity")
+def fsx_capacity(c: ClusterConfig) -> Iterator[Finding]:
+    fsx = c.storage.fsx
+    if fsx.capacity_gib not in (1200, 2400) and fsx.capacity_gib % 2400:
+        yield Finding("storage.fsx.capacityGiB", fsx.capacity_gib,
+                      f"{fsx.deployment_type} (SSD) accepts 1200, 2400, or a multiple of 2400 GiB",
+                      f"use 1200, 2400, 4800, 7200, ...; nearest: {_nearest_capacity(fsx.capacity_gib)}")
+
+
+def _nearest_capacity(gib: int) -> int:
+    allowed = [1200, *range(2400, max(gib, 2400) + 2401, 2400)]
+    return min(allowed, key=lambda a: (abs(a - gib), a))
+
+
+@rule("fsx-throughput")
+def fsx_throughput(c: ClusterConfig) -> Iterator[Finding]:
+    fsx = c.storage.fsx
+    allowed = FSX_THROUGHPUT.get(fsx.deployment_type)
+    if allowed is None and fsx.throughput_per_tib is not None:
+        yield Finding("storage.fsx.throughputPerTiB", fsx.throughput_per_tib,
+                      f"{fsx.deployment_type} has a fixed throughput (200 MB/s per TiB)",
+                      "remove throughputPerTiB, or use deploymentType PERSISTENT_2")
+    if allowed and fsx.throughput_per_tib not in allowed:
+        yield Finding("storage.fsx.throughputPerTiB", fsx.throughput_per_tib,
+                      f"{fsx.deployment_type} needs a throughput per TiB of {', '.join(map(str, allowed))}",
+                      "set throughputPerTiB to one of those (MB/s per TiB of storage)")
+
+
+@rule("fsx-repositories")
+def fsx_repositories(c: ClusterConfig) -> Iterator[Finding]:
+    fsx = c.storage.fsx
+    if fsx.repositories and fsx.deployment_type != "PERSISTENT_2":
+        yield Finding("storage.fsx.repositories", [r.path for r in fsx.repositories],
+                      "S3 data repository associations need a PERSISTENT_2 file system",
+                      "use deploymentType PERSISTENT_2, or remove repositories")
+    if len(fsx.repositories) > FSX_MAX_REPOSITORIES:
+        yield Finding("storage.fsx.repositories", len(fsx.repositories),
+                      f"a file system holds at most {FSX_MAX_REPOSITORIES} data repository associations",
+                      "merge prefixes into fewer repositories")
+    paths: list[str] = []
+    for i, repo in enumerate(fsx.repositories):
+        where = f"storage.fsx.repositories[{i}]"
+        if not re.fullmatch(r"/[A-Za-z0-9._/-]*[A-Za-z0-9._-]", repo.path) or "//" in repo.path:
+            yield Finding(f"{where}.path", repo.path, "not an absolute directory path in the file system",
+                          "use a path such as /data (no trailing slash)")
+        for other in paths:
+            if repo.path == other or repo.path.startswith(other + "/") or other.startswith(repo.path + "/"):
+                yield Finding(f"{where}.path", repo.path, f"overlaps the repository at {other}",
+                              "give each repository its own directory, not nested in another")
+        paths.append(repo.path)
+        if not S3_URI.match(repo.s3):
+            yield Finding(f"{where}.s3", repo.s3, "not an S3 URI", "use s3://bucket/prefix")
+        if not repo.import_events and not repo.export_events:
+            yield Finding(where, repo.path, "neither import nor export events: the link would never sync",
+                          "add import: [NEW, CHANGED, DELETED] and/or export: [NEW, CHANGED, DELETED]")
+
+
+# --- slurm ---------------------------------------------------------------------------------------------
+
+@rule("login-public-ssh")
+def login_public_ssh(c: ClusterConfig) -> Iterator[Finding]:
+    login = c.slurm.login
+    for i, cidr in enumerate(login.allowed_cidrs):
+        if cidr in OPEN_TO_WORLD and not login.allow_public_ssh:
+            yield Finding(f"slurm.login.allowedCidrs[{i}]", cidr,
+                          "SSH to the login pods would be open to the whole internet",
+                          "list your office/VPN ranges, or set slurm.login.allowPublicSsh: true to mean it")
+
+
+@rule("login-ssh-keys")
+def login_ssh_keys(c: ClusterConfig) -> Iterator[Finding]:
+    for i, key in enumerate(c.slurm.login.ssh_keys):
+        if "PRIVATE KEY" in key:
+            yield Finding(f"slurm.login.sshKeys[{i}]", "[a private key]",
+                          "this is a PRIVATE key: never put it in a stack file",
+                          "remove it now, rotate it, and list the matching public key (~/.ssh/id_*.pub)")
+        elif not SSH_KEY.match(key.strip()):
+            yield Finding(f"slurm.login.sshKeys[{i}]", key[:40],
+                          "not an OpenSSH public key", "paste one line of ~/.ssh/id_ed25519.pub")
+
+
+@rule("login-no-keys", "warning")
+def login_no_keys(c: ClusterConfig) -> Iterator[Finding]:
+    if c.slurm.login.replicas and not c.slurm.login.ssh_keys:
+        yield Finding("slurm.login.sshKeys", [], "no SSH keys: nobody can log in as root",
+                      "add your public keys, or configure SSSD/LDAP users")
+
+
+# --- partitions ----------------------------------------------------------------------------------------
+
+@rule("partition-name")
+def partition_name(c: ClusterConfig) -> Iterator[Finding]:
+    for name in c.partitions:
+        if not K8S_NAME.match(name) or len(name) > MAX_PARTITION_NAME:
+            yield Finding(f"partitions.{name}", name,
+                          "partition names become Slurm partitions and Kubernetes object names",
+                          f"use lowercase letters, digits and '-' (at most {MAX_PARTITION_NAME}), "
+                          "starting and ending with a letter or digit, e.g. gpu-h100")
+
+
+@rule("instance-type-known")
+def instance_type_known(c: ClusterConfig) -> Iterator[Finding]:
+    for name, p in c.partitions.items():
+        for i, t in enumerate(p.instance_types):
+            if t not in catalog.CATALOG:
+                near = catalog.nearest_instance_types(t)
+                hint = f"did you mean {' or '.join(near)}?" if near else ""
+                yield Finding(f"partitions.{name}.instanceTypes[{i}]", t,
+                              "not in the instance catalog (components/catalog.py)",
+                              f"{hint} known: {', '.join(catalog.CATALOG)}".strip())
+
+
+@rule("partition-accelerators")
+def partition_accelerators(c: ClusterConfig) -> Iterator[Finding]:
+    for name, p in c.partitions.items():
+        kinds = {(t.accelerator, t.accelerator_model, t.accelerators) for t in _known_types(p)}
+        if len(kinds) > 1:
+            seen = ", ".join(f"{t.name}={t.accelerators}x{t.accelerator_model}" for t in _known_types(p))
+            yield Finding(f"partitions.{name}.instanceTypes", p.instance_types,
+                          f"mixes accelerators ({seen}): a partition is one kind and count per node",
+                          "split these instance types into separate partitions")
+
+
+@rule("efa-supported")
+def efa_supported(c: ClusterConfig) -> Iterator[Finding]:
+    for name, p in c.partitions.items():
+        if p.efa:
+            lacking = [t.name for t in _known_types(p) if not t.has_efa]
+            if lacking:
+                yield Finding(f"partitions.{name}.efa", True, f"{', '.join(lacking)} has no EFA interface",
+                              "set efa: false, or use instance types with EFA (p4d, p5, trn1, ...)")
+
+
+@rule("efa-interface-count", "warning")
+def efa_interface_count(c: ClusterConfig) -> Iterator[Finding]:
+    for name, p in c.partitions.items():
+        counts = sorted({t.efa_interfaces for t in _known_types(p)})
+        if p.efa and len(counts) > 1:
+            yield Finding(f"partitions.{name}.instanceTypes", p.instance_types,
+                          f"EFA interface counts differ ({counts}); each node requests {counts[0]}",
+                          "split the types into partitions to use every interface")
+
+
+@rule("efa-capacity-type", "warning")
+def efa_capacity_type(c: ClusterConfig) -> Iterator[Finding]:
+    for name, p in c.partitions.items():
+        if p.efa and p.capacity_type == "spot":
+            yield Finding(f"partitions.{name}.capacityType", "spot",
+                          "a multi-node EFA job loses every rank when one spot node is reclaimed",
+                          "use on-demand or reserved for EFA partitions")
+
+
+@rule("node-counts")
+def node_counts(c: ClusterConfig) -> Iterator[Finding]:
+    for name, p in c.partitions.items():
+        if p.min_nodes > p.max_nodes:
+            yield Finding(f"partitions.{name}.minNodes", p.min_nodes,
+                          f"minNodes is larger than maxNodes ({p.max_nodes})",
+                          "keep 0 <= minNodes <= maxNodes")
+        if p.max_nodes == 0:
+            yield Finding(f"partitions.{name}.maxNodes", 0, "a partition that can never have a node",
+                          "set maxNodes >= 1, or remove the partition")
+
+
+@rule("capacity-reservations")
+def capacity_reservations(c: ClusterConfig) -> Iterator[Finding]:
+    for name, p in c.partitions.items():
+        if p.capacity_type == "reserved" and not p.capacity_reservation_ids:
+            yield Finding(f"partitions.{name}.capacityReservationIds", [],
+                          "capacityType reserved needs the capacity reservations to launch into",
+                          "list them, e.g. capacityReservationIds: [cr-0123456789abcdef0]")
+        for i, cr in enumerate(p.capacity_reservation_ids):
+            if not re.fullmatch(r"cr-[0-9a-f]{8,17}", cr):
+                yield Finding(f"partitions.{name}.capacityReservationIds[{i}]", cr,
+                              "not a capacity reservation ID", "use an ID such as cr-0123456789abcdef0")
+        if p.capacity_reservation_ids and p.capacity_type != "reserved":
+            yield Finding(f"partitions.{name}.capacityType", p.capacity_type,
+                          "capacity reservations are listed but capacityType is not reserved",
+                          "set capacityType: reserved, or remove capacityReservationIds")
+
+
+@rule("default-partition")
+def default_partition(c: ClusterConfig) -> Iterator[Finding]:
+    marked = [name for name, p in c.partitions.items() if p.default]
+    if len(marked) > 1:
+        yield Finding("partitions", marked, "more than one partition has default: true",
+                      "mark exactly one partition default: true")
+    if not marked and len(c.partitions) > 1:
+        yield Finding("partitions", list(c.partitions), "no partition has default: true",
+                      "mark the partition that sbatch uses without -p as default: true")

@@ -1,0 +1,128 @@
+"""`slurm-eks`: the one command-line tool (plan, diff, validate, ...)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.tree import Tree
+
+from components.problems import ConfigError, Problem
+from components.stackfile import STACKS_DIR, load_stack
+from scripts.diff import diff_plans, render_markdown, render_text
+from scripts.plan_model import Plan
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Slurm on Amazon EKS: plan offline, validate, diff, and run jobs.")
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+StackOpt = Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")]
+StacksDirOpt = Annotated[Path, typer.Option(help="directory holding the Pulumi.<stack>.yaml files")]
+CONFIG_ERROR_EXIT = 2
+
+
+class DiffFormat(StrEnum):
+    text = "text"
+    markdown = "markdown"
+
+
+def _print_problems(problems: list[Problem]) -> None:
+    for p in problems:
+        colour = "red" if p.severity == "error" else "yellow"
+        err.print(f"[{colour}]{p.severity}[/]\\[{p.rule}] [bold]{p.path or '<root>'}[/]: {p.message}",
+                  highlight=False)
+        err.print(f"    value: {p.value!r}", highlight=False, markup=False)
+        err.print(f"    fix:   {p.fix}", highlight=False, markup=False)
+
+
+def _fail_config(exc: ConfigError) -> typer.Exit:
+    n = len(exc.errors)
+    err.print(f"[red]{exc.source}: {n} error{'s' if n != 1 else ''} in slurm-eks:cluster[/]", highlight=False)
+    _print_problems(exc.problems)
+    return typer.Exit(CONFIG_ERROR_EXIT)
+
+
+@app.command()
+def validate(stack: StackOpt, stacks_dir: StacksDirOpt = STACKS_DIR) -> None:
+    """Check a stack's config against every rule; exit 2 listing all problems."""
+    try:
+        config, warnings = load_stack(stack, stacks_dir)
+    except ConfigError as exc:
+        raise _fail_config(exc) from None
+    _print_problems(warnings)
+    out.print(f"[green]stack {stack}: valid[/] ({len(config.partitions)} partitions, "
+              f"{len(warnings)} warnings)", highlight=False)
+
+
+@app.command()
+def plan(
+    stack: StackOpt,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="default: build/<stack>")] = None,
+    stacks_dir: StacksDirOpt = STACKS_DIR,
+) -> None:
+    """What `pulumi up` would create, offline: DIR/plan.json and DIR/manifests/."""
+    from scripts.plan import run_plan, write_plan  # imports Pulumi: keep `validate` and `diff` fast
+
+    try:
+        result, warnings = run_plan(stack, stacks_dir)
+    except ConfigError as exc:
+        raise _fail_config(exc) from None
+    _print_problems(warnings)
+    target = out_dir or Path("build") / stack
+    write_plan(result, target)
+    out.print(resource_tree(result))
+    out.print(f"wrote {target / 'plan.json'} ({len(result.resources)} resources) and "
+              f"{target / 'manifests'}/ ({len(result.manifests())} Kubernetes objects)", highlight=False)
+
+
+@app.command()
+def diff(
+    old: Annotated[Path, typer.Argument(help="plan directory or plan.json (before)", exists=True)],
+    new: Annotated[Path, typer.Argument(help="plan directory or plan.json (after)", exists=True)],
+    format: Annotated[DiffFormat, typer.Option(help="markdown for PR comments")] = DiffFormat.text,
+    exit_code: Annotated[bool, typer.Option("--exit-code", help="exit 1 when there are changes")] = False,
+    title: Annotated[str, typer.Option(help="heading of the markdown report")] = "Offline plan diff",
+) -> None:
+    """Added, removed and changed resources between two plans, property by property."""
+    try:
+        before, after = Plan.load(old), Plan.load(new)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        err.print(f"[red]cannot read plan: {exc}[/] (make one with `slurm-eks plan --stack S --out DIR`)")
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    result = diff_plans(before, after)
+    text = render_markdown(result, title) if format is DiffFormat.markdown else render_text(result)
+    typer.echo(text, nl=False)
+    if exit_code and not result.empty:
+        raise typer.Exit(1)
+
+
+def resource_tree(plan: Plan) -> Tree:
+    """Components as branches, with how many resources of each type they hold."""
+    children: dict[str | None, list] = defaultdict(list)
+    urns = {r.urn for r in plan.resources}
+    for r in plan.resources:
+        children[r.parent if r.parent in urns else None].append(r)
+
+    def total(urn: str) -> int:
+        return sum(1 + total(c.urn) for c in children[urn])
+
+    def grow(branch: Tree, parent: str | None) -> None:
+        kids = children[parent]
+        for c in sorted((k for k in kids if not k.custom), key=lambda k: k.name):
+            inside = f"({total(c.urn)})" if children[c.urn] else "(remote: built at deploy)"
+            grow(branch.add(f"[bold]{c.name}[/] [dim]{c.type}[/] {inside}"), c.urn)
+        for type_, n in sorted(Counter(k.type for k in kids if k.custom).items()):
+            branch.add(f"{n} x {type_}")
+
+    root = Tree(f"[bold]{plan.project}-{plan.stack}[/] ({len(plan.resources)} resources)")
+    grow(root, None)
+    return root
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,103 @@
+"""Compare two offline plans resource by resource, down to the changed properties."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from scripts.plan_model import Plan, PlannedResource
+
+_MISSING = object()
+
+
+@dataclass
+class PropertyChange:
+    path: str
+    old: Any
+    new: Any
+
+
+@dataclass
+class PlanDiff:
+    added: list[PlannedResource] = field(default_factory=list)
+    removed: list[PlannedResource] = field(default_factory=list)
+    changed: list[tuple[PlannedResource, list[PropertyChange]]] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+
+def diff_plans(old: Plan, new: Plan) -> PlanDiff:
+    before, after = old.by_urn(), new.by_urn()
+    result = PlanDiff(
+        added=[after[u] for u in sorted(after.keys() - before.keys())],
+        removed=[before[u] for u in sorted(before.keys() - after.keys())],
+    )
+    for urn in sorted(before.keys() & after.keys()):
+        changes = diff_values(_comparable(before[urn]), _comparable(after[urn]))
+        if changes:
+            result.changed.append((after[urn], changes))
+    return result
+
+
+def _comparable(r: PlannedResource) -> dict[str, Any]:
+    """What a reviewer cares about: inputs, and the options that change how Pulumi treats a resource."""
+    return {"inputs": r.inputs, "protect": r.protect, "retainOnDelete": r.retain_on_delete,
+            "provider": r.provider, "parent": r.parent}
+
+
+def diff_values(old: Any, new: Any, path: str = "") -> list[PropertyChange]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[PropertyChange] = []
+        for key in sorted(old.keys() | new.keys(), key=str):
+            sub = f"{path}.{key}" if path else str(key)
+            out += diff_values(old.get(key, _MISSING), new.get(key, _MISSING), sub)
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [c for i, (a, b) in enumerate(zip(old, new, strict=True)) for c in diff_values(a, b, f"{path}[{i}]")]
+    if old == new:
+        return []
+    return [PropertyChange(path, None if old is _MISSING else old, None if new is _MISSING else new)]
+
+
+def _short(r: PlannedResource) -> str:
+    return f"{r.type} {r.name}"
+
+
+def _value(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def render_text(d: PlanDiff) -> str:
+    if d.empty:
+        return "No changes.\n"
+    lines = [f"{len(d.added)} to add, {len(d.changed)} to change, {len(d.removed)} to remove"]
+    lines += [f"+ {_short(r)}" for r in d.added]
+    lines += [f"- {_short(r)}" for r in d.removed]
+    for r, changes in d.changed:
+        lines.append(f"~ {_short(r)}")
+        lines += [f"    {c.path}: {_value(c.old)} -> {_value(c.new)}" for c in changes]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(d: PlanDiff, title: str = "Offline plan diff") -> str:
+    if d.empty:
+        return f"### {title}\n\nNo changes.\n"
+    lines = [f"### {title}", "",
+             f"**{len(d.added)}** to add, **{len(d.changed)}** to change, **{len(d.removed)}** to remove", "",
+             "| | type | name |", "| --- | --- | --- |"]
+    lines += [f"| + | `{r.type}` | `{r.name}` |" for r in d.added]
+    lines += [f"| - | `{r.type}` | `{r.name}` |" for r in d.removed]
+    lines += [f"| ~ | `{r.type}` | `{r.name}` |" for r, _ in d.changed]
+    for r, changes in d.changed:
+        lines += ["", f"<details><summary><code>{r.type} {r.name}</code>: {len(changes)} properties</summary>",
+                  "", "| property | old | new |", "| --- | --- | --- |"]
+        lines += [f"| `{c.path}` | `{_md(c.old)}` | `{_md(c.new)}` |" for c in changes]
+        lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def _md(v: Any) -> str:
+    return _value(v).replace("|", "\\|").replace("`", "'")

@@ -1,0 +1,195 @@
+"""Pulumi mocks that return realistic computed values, and a monitor that records every registration.
+
+The values are deterministic (derived from the resource's type and name) so that two plans of the same
+config are byte-identical and golden files stay stable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.proto import resource_pb2
+
+from scripts.plan_model import PlannedResource, plain, sanitize
+
+ACCOUNT = "123456789012"
+
+# EC2-style ID prefixes by resource type (the part after the module, e.g. "ec2/vpc:Vpc" -> "vpc").
+_ID_PREFIX = {
+    "aws:ec2/vpc:Vpc": "vpc",
+    "aws:ec2/subnet:Subnet": "subnet",
+    "aws:ec2/securityGroup:SecurityGroup": "sg",
+    "aws:ec2/internetGateway:InternetGateway": "igw",
+    "aws:ec2/natGateway:NatGateway": "nat",
+    "aws:ec2/eip:Eip": "eipalloc",
+    "aws:ec2/routeTable:RouteTable": "rtb",
+    "aws:ec2/launchTemplate:LaunchTemplate": "lt",
+    "aws:ec2/vpcEndpoint:VpcEndpoint": "vpce",
+    "aws:ec2/placementGroup:PlacementGroup": "pg",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "sgr",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "sgr",
+    "aws:fsx/lustreFileSystem:LustreFileSystem": "fs",
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "dra",
+}
+
+
+def _digest(*parts: str, n: int = 17) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:n]
+
+
+@dataclass
+class RealisticMocks(pulumi.runtime.Mocks):
+    """Computed values shaped like the real ones: EC2 IDs, ARNs, DNS names, a kubeconfig."""
+
+    region: str
+    cluster_name: str
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        state = dict(args.inputs)
+        rid = self._id(args)
+        state.update(self._computed(args, rid))
+        return rid, state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        token = args.token
+        if token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {"accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/planner",
+                    "userId": "AIDAPLANNER"}, []
+        if token == "aws:index/getPartition:getPartition":
+            return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}, []
+        if token == "aws:index/getRegion:getRegion":
+            return {"name": self.region, "region": self.region, "id": self.region}, []
+        if token == "aws:ec2/getSubnet:getSubnet":
+            sid = str(args.args.get("id", "subnet-0"))
+            zone = f"{self.region}{'abc'[int(_digest(sid), 16) % 3]}"
+            return {"id": sid, "availabilityZone": zone, "vpcId": "vpc-existing"}, []
+        return {}, []
+
+    def _id(self, args: pulumi.runtime.MockResourceArgs) -> str:
+        prefix = _ID_PREFIX.get(args.typ)
+        if prefix:
+            return f"{prefix}-0{_digest(args.typ, args.name)}"
+        if args.typ == "aws:kms/key:Key":
+            d = _digest(args.name, n=32)
+            return f"{d[:8]}-{d[8:12]}-{d[12:16]}-{d[16:20]}-{d[20:32]}"
+        if args.typ.startswith("aws:iam/") or args.typ.startswith("aws:sqs/"):
+            return str(args.inputs.get("name") or args.name)
+        if args.typ.startswith("kubernetes:") and "metadata" in args.inputs:
+            meta = args.inputs["metadata"] or {}
+            return "/".join(x for x in (meta.get("namespace"), meta.get("name") or args.name) if x)
+        return f"{args.name}-{_digest(args.typ, args.name, n=8)}"
+
+    def _arn(self, service: str, resource: str, regional: bool = True) -> str:
+        return f"arn:aws:{service}:{self.region if regional else ''}:{ACCOUNT}:{resource}"
+
+    def _computed(self, args: pulumi.runtime.MockResourceArgs, rid: str) -> dict[str, Any]:
+        typ, name, inputs = args.typ, args.name, args.inputs
+        service = typ.split(":")[1].split("/")[0] if typ.startswith("aws:") else ""
+        out: dict[str, Any] = {}
+        if typ.startswith("aws:"):
+            arn_service = {"vpc": "ec2", "cloudwatch": "events"}.get(service, service)
+            out["arn"] = self._arn(arn_service, f"{typ.rsplit(':', 1)[1].lower()}/{rid}",
+                                   regional=service != "iam")
+            out.setdefault("tagsAll", inputs.get("tags") or {})
+        if typ == "aws:iam/role:Role":
+            out.update(arn=self._arn("iam", f"role/{rid}", regional=False), name=rid,
+                       uniqueId="AROA" + _digest(name, n=17).upper())
+        elif typ == "aws:iam/instanceProfile:InstanceProfile":
+            out.update(arn=self._arn("iam", f"instance-profile/{rid}", regional=False), name=rid)
+        elif typ == "aws:iam/policy:Policy":
+            out.update(arn=self._arn("iam", f"policy/{rid}", regional=False), name=rid)
+        elif typ == "aws:kms/key:Key":
+            out.update(keyId=rid, arn=self._arn("kms", f"key/{rid}"))
+        elif typ == "aws:sqs/queue:Queue":
+            qname = inputs.get("name") or name
+            out.update(arn=self._arn("sqs", qname), name=qname,
+                       url=f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT}/{qname}")
+        elif typ == "aws:ec2/securityGroup:SecurityGroup":
+            out.update(arn=self._arn("ec2", f"security-group/{rid}"))
+        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            out.update(latestVersion=1, defaultVersion=1)
+        elif typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            out.update(dnsName=f"{rid}.fsx.{self.region}.amazonaws.com", mountName=_digest(rid, n=8),
+                       networkInterfaceIds=[f"eni-0{_digest(rid, 'eni')}"])
+        elif typ == "aws:rds/instance:Instance":
+            host = f"{inputs.get('identifier') or name}.c{_digest(name, n=12)}.{self.region}.rds.amazonaws.com"
+            out.update(address=host, endpoint=f"{host}:3306", port=3306, resourceId=f"db-{_digest(name).upper()}")
+        elif typ == "eks:index:Cluster":
+            out.update(self._eks_outputs())
+        elif typ.startswith("random:"):
+            out.update(result=f"planned-{_digest(typ, name, n=24)}")
+        elif typ == "kubernetes:core/v1:Service":
+            out["status"] = {"loadBalancer": {"ingress": [
+                {"hostname": f"{name}-{_digest(name, n=12)}.elb.{self.region}.amazonaws.com"}]}}
+        return out
+
+    def _eks_outputs(self) -> dict[str, Any]:
+        endpoint = f"https://{_digest(self.cluster_name, n=32).upper()}.gr7.{self.region}.eks.amazonaws.com"
+        issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{_digest(self.cluster_name, n=32).upper()}"
+        kubeconfig = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "aws",
+            "clusters": [{"name": "kubernetes", "cluster": {"server": endpoint,
+                                                             "certificate-authority-data": "LS0tLS1CRUdJTg=="}}],
+            "contexts": [{"name": "aws", "context": {"cluster": "kubernetes", "user": "aws"}}],
+            "users": [{"name": "aws", "user": {"exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws",
+                "args": ["eks", "get-token", "--cluster-name", self.cluster_name, "--region", self.region]}}}],
+        }
+        return {
+            "kubeconfig": kubeconfig,
+            "kubeconfigJson": json.dumps(kubeconfig),
+            "clusterSecurityGroupId": f"sg-0{_digest(self.cluster_name, 'cluster-sg')}",
+            "nodeSecurityGroupId": f"sg-0{_digest(self.cluster_name, 'node-sg')}",
+            "oidcIssuer": issuer.removeprefix("https://"),
+            "oidcProviderUrl": issuer,
+            "oidcProviderArn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{issuer.removeprefix('https://')}",
+        }
+
+
+@dataclass
+class RecordingMonitor(MockMonitor):
+    """A MockMonitor that keeps what every RegisterResource request asked for."""
+
+    mocks: pulumi.runtime.Mocks
+    recorded: list[PlannedResource] = field(default_factory=list)
+    stack_outputs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.mocks)
+
+    def RegisterResource(self, request: Any) -> Any:
+        # Unlike MockMonitor's, this never deserializes resource references: doing so re-creates the
+        # referenced resource on this thread's event loop, which breaks pulumi-eks's remote components.
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type == "pulumi:pulumi:Stack":
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        wire = json_format.MessageToDict(request.object)
+        rid, state = self.mocks.new_resource(pulumi.runtime.MockResourceArgs(
+            typ=request.type, name=request.name, inputs=plain(wire), provider=request.provider,
+            resource_id=request.importId, custom=bool(request.custom)))
+        self.resources[urn] = MockMonitor.ResourceRegistration(urn, rid, state)
+        self.recorded.append(PlannedResource(
+            urn=urn,
+            type=request.type,
+            name=request.name,
+            parent=request.parent or None,
+            provider=request.provider.rsplit("::", 1)[0] if request.provider else None,
+            dependencies=sorted(set(request.dependencies)),
+            custom=bool(request.custom),
+            protect=bool(request.protect),
+            retain_on_delete=bool(request.retainOnDelete),
+            inputs=sanitize(request.type, wire),
+        ))
+        return resource_pb2.RegisterResourceResponse(
+            urn=urn, id=rid, object=json_format.ParseDict(state, struct_pb2.Struct()))
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:
+        if request.urn.endswith("pulumi:pulumi:Stack") or "::pulumi:pulumi:Stack::" in request.urn:
+            self.stack_outputs = sanitize("pulumi:pulumi:Stack", json_format.MessageToDict(request.outputs))
+        return super().RegisterResourceOutputs(request)

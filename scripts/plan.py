@@ -1,0 +1,80 @@
+"""Offline plan: run the real Pulumi program under mocks and record what `pulumi up` would create.
+
+No credentials and no network: every RegisterResource request is answered by `RealisticMocks` and kept
+by `RecordingMonitor`. The program runs inside `pulumi.runtime.test`, which drains every registration
+on one event loop (outside it, pulumi-eks components intermittently fail with "attached to a different
+loop").
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import runpy
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.runtime import settings
+from pulumi.runtime.stack import run_in_stack
+from pulumi.runtime.sync_await import _sync_await
+
+from components.config import CONFIG_NAMESPACE
+from components.problems import Problem
+from components.stackfile import PROJECT_ROOT, STACKS_DIR, cluster_value, read_pulumi_config, stack_file
+from components.validation import parse_cluster_config
+from scripts.mocks import RealisticMocks, RecordingMonitor
+from scripts.plan_model import Plan
+
+PROGRAM = PROJECT_ROOT / "__main__.py"
+# The program's pulumi.log output (config warnings) is reported by the caller instead.
+_QUIET = logging.getLogger("slurm-eks.plan.engine")
+_QUIET.setLevel(logging.ERROR)
+
+
+def run_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[Plan, list[Problem]]:
+    """Validate the stack's config, then run the program under mocks; raises ConfigError first.
+    Returns the plan and the config's warnings."""
+    path = stack_file(stack, stacks_dir)
+    pulumi_config = read_pulumi_config(path)
+    config, warnings = parse_cluster_config(cluster_value(pulumi_config, str(path)), str(path))
+    mocks = RealisticMocks(region=config.region, cluster_name=config.name_for(stack))
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=CONFIG_NAMESPACE, stack=stack, preview=False, monitor=monitor,
+                             logger=_QUIET)
+    pulumi.runtime.set_all_config({k: _config_string(v) for k, v in pulumi_config.items()})
+    _run_program()
+    resources = sorted(monitor.recorded, key=lambda r: r.urn)
+    plan = Plan(stack=stack, project=CONFIG_NAMESPACE, resources=resources, outputs=monitor.stack_outputs)
+    return plan, warnings
+
+
+def _run_program() -> None:
+    # As `pulumi up` does: inside a Stack resource (so exports are recorded), on one event loop that
+    # drains every outstanding registration before returning.
+    settings.ROOT.set(None)  # a previous plan in this process leaves its Stack as the root
+    _sync_await(run_in_stack(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
+
+
+def _config_string(value: Any) -> str:
+    # Pulumi hands structured config to programs as JSON text.
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def write_plan(plan: Plan, out: Path) -> None:
+    """`out/plan.json` plus `out/manifests/`, one YAML document per Kubernetes object."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").write_text(plan.to_json())
+    manifests = out / "manifests"
+    shutil.rmtree(manifests, ignore_errors=True)
+    manifests.mkdir()
+    for doc in plan.manifests():
+        (manifests / manifest_filename(doc)).write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def manifest_filename(doc: dict[str, Any]) -> str:
+    meta = doc.get("metadata") or {}
+    parts = [doc["kind"], meta.get("namespace") or "cluster", meta.get("name", "unnamed")]
+    return "_".join(p.lower() for p in parts) + ".yaml"

@@ -1,0 +1,83 @@
+"""The `slurm-eks` console script as users run it: exit codes, messages, files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.config.helpers import raw_config
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = Path(sys.executable).parent / "slurm-eks"
+
+
+def run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run([str(CLI), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+
+
+def _stack_dir(tmp_path: Path, name: str, raw: dict) -> Path:
+    (tmp_path / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
+    return tmp_path
+
+
+def test_validate_shipped_stacks() -> None:
+    for stack in ("dev", "prod"):
+        result = run("validate", "--stack", stack)
+        assert result.returncode == 0, result.stderr
+        assert f"stack {stack}: valid" in result.stdout
+
+
+def test_validate_bad_fsx_capacity_exits_2_naming_path_and_allowed_values(tmp_path: Path) -> None:
+    raw = raw_config("prod")
+    raw["storage"]["fsx"]["capacityGiB"] = 1000
+    raw["slurm"]["login"]["allowedCidrs"] = ["0.0.0.0/0"]
+    result = run("validate", "--stack", "bad", "--stacks-dir", str(_stack_dir(tmp_path, "bad", raw)))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "2 errors" in result.stderr
+    assert "storage.fsx.capacityGiB" in result.stderr and "1200, 2400, or a multiple of 2400" in result.stderr
+    assert "value: 1000" in result.stderr
+    assert "slurm.login.allowedCidrs[0]" in result.stderr and "allowPublicSsh" in result.stderr
+
+
+def test_plan_of_a_bad_config_creates_nothing(tmp_path: Path) -> None:
+    raw = raw_config("dev")
+    raw["partitions"]["gpu"]["instanceTypes"] = ["g5.12xlarg"]
+    out = tmp_path / "out"
+    result = run("plan", "--stack", "bad", "--stacks-dir", str(_stack_dir(tmp_path, "bad", raw)), "--out", str(out))
+    assert result.returncode == 2 and "did you mean g5.12xlarge" in result.stderr
+    assert not out.exists()
+
+
+def test_plan_then_diff(tmp_path: Path) -> None:
+    first = run("plan", "--stack", "prod", "--out", str(tmp_path / "a"))
+    assert first.returncode == 0, first.stderr
+    assert "eks slurm-eks:index:EksCluster" in first.stdout and "x aws:ec2/subnet:Subnet" in first.stdout
+    plan = json.loads((tmp_path / "a" / "plan.json").read_text())
+    assert {r["type"] for r in plan["resources"]} >= {"eks:index:Cluster", "aws:ec2/vpc:Vpc", "aws:kms/key:Key"}
+
+    raw = raw_config("prod")
+    raw["systemNodes"]["maxSize"] = 6
+    stacks = _stack_dir(tmp_path, "prod", raw)
+    assert run("plan", "--stack", "prod", "--stacks-dir", str(stacks), "--out", str(tmp_path / "b")).returncode == 0
+
+    same = run("diff", str(tmp_path / "a"), str(tmp_path / "a" / "plan.json"), "--exit-code")
+    assert same.returncode == 0 and same.stdout == "No changes.\n"
+    changed = run("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--exit-code")
+    assert changed.returncode == 1
+    assert "0 to add, 1 to change, 0 to remove" in changed.stdout
+    assert "inputs.scalingConfig.maxSize: 4 -> 6" in changed.stdout
+    md = run("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--format", "markdown")
+    assert md.returncode == 0 and "| `inputs.scalingConfig.maxSize` | `4` | `6` |" in md.stdout
+
+
+def test_diff_of_a_missing_plan_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("{}")
+    result = run("diff", str(tmp_path / "x.json"), str(tmp_path / "x.json"))
+    assert result.returncode == 2 and "cannot read plan" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,95 @@
+"""Structural errors: unknown keys with a hint, missing and mistyped settings, all reported at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.problems import ConfigError
+from components.stackfile import load_stack
+from components.validation import parse_cluster_config
+from tests.config.helpers import raw_config
+
+
+def _problems(raw: object) -> list:
+    with pytest.raises(ConfigError) as caught:
+        parse_cluster_config(raw, "test.yaml")
+    return caught.value.problems
+
+
+def test_unknown_key_suggests_the_nearest() -> None:
+    raw = raw_config("prod")
+    raw["storage"]["fsx"]["throughputPerTib"] = raw["storage"]["fsx"].pop("throughputPerTiB")
+    raw["partitions"]["gpu-h100"]["maxNode"] = 3
+    found = {p.path: p for p in _problems(raw)}
+    assert found["storage.fsx.throughputPerTib"].fix == "did you mean `throughputPerTiB`?"
+    assert found["partitions.gpu-h100.maxNode"].fix == "did you mean `maxNodes`?"
+    assert all(p.rule == "unknown-key" for p in found.values())
+
+
+def test_unknown_key_without_a_near_name_lists_the_known_ones() -> None:
+    raw = raw_config("dev")
+    raw["slurm"]["zzz"] = 1
+    (problem,) = _problems(raw)
+    assert problem.path == "slurm.zzz" and "accounting" in problem.fix and "login" in problem.fix
+
+
+def test_all_structural_problems_at_once() -> None:
+    raw = raw_config("dev")
+    raw.pop("region")
+    raw["partitions"]["gpu"]["capacityType"] = "preemptible"
+    raw["partitions"]["gpu"]["minNodes"] = -1
+    raw["network"]["vpcCidr"] = "10.0.0.0/33"
+    found = {p.path: p for p in _problems(raw)}
+    assert found["region"].message == "required setting is missing"
+    assert "on-demand" in found["partitions.gpu.capacityType"].fix
+    assert found["partitions.gpu.minNodes"].fix == "use a value >= 0"
+    assert "not a CIDR block" in found["network.vpcCidr"].message
+
+
+def test_max_time_must_be_a_slurm_time() -> None:
+    raw = raw_config("dev")
+    raw["partitions"]["gpu"]["maxTime"] = "2 days"
+    (problem,) = _problems(raw)
+    assert problem.path == "partitions.gpu.maxTime" and "Slurm time limit" in problem.message
+
+
+@pytest.mark.parametrize("value", ["UNLIMITED", "90", "30:00", "12:00:00", "2-00", "2-12:00", "7-00:00:00"])
+def test_slurm_time_formats_accepted(value: str) -> None:
+    raw = raw_config("dev")
+    raw["partitions"]["gpu"]["maxTime"] = value
+    config, _ = parse_cluster_config(raw)
+    assert config.partitions["gpu"].max_time == value
+
+
+def test_not_a_mapping() -> None:
+    (problem,) = _problems(["region"])
+    assert problem.rule == "config-shape"
+
+
+def test_missing_stack_file_names_the_known_stacks(tmp_path) -> None:
+    (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_stack("staging", tmp_path)
+    assert "not found" in caught.value.problems[0].message and "dev" in caught.value.problems[0].fix
+
+
+def test_misspelt_config_key_in_stack_file(tmp_path) -> None:
+    (tmp_path / "Pulumi.x.yaml").write_text("config:\n  slurm-eks:clustr: {}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_stack("x", tmp_path)
+    assert caught.value.problems[0].fix == "rename `slurm-eks:clustr` to `slurm-eks:cluster`"
+
+
+def test_bad_yaml(tmp_path) -> None:
+    (tmp_path / "Pulumi.x.yaml").write_text("config: [unclosed\n")
+    with pytest.raises(ConfigError) as caught:
+        load_stack("x", tmp_path)
+    assert "not valid YAML" in caught.value.problems[0].message
+
+
+def test_shipped_stacks_are_valid() -> None:
+    dev, _ = load_stack("dev")
+    prod, warnings = load_stack("prod")
+    assert list(dev.partitions) == ["gpu"] and dev.storage.fsx.deployment_type == "SCRATCH_2"
+    assert list(prod.partitions) == ["gpu-h100", "gpu-a100", "trainium"]
+    assert [w.rule for w in warnings] == ["efa-interface-count"]  # trn1 (8 EFA) with trn1n (16 EFA)

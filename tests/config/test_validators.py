@@ -1,0 +1,164 @@
+"""Every named validator: the shipped stacks pass it, and a config that breaks it fails with its path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.problems import ConfigError
+from components.validation import parse_cluster_config
+from components.validators import VALIDATORS, run_validators
+from tests.config.helpers import raw_config
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _set(path: str, value: Any) -> Mutation:
+    def mutate(c: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = c
+        for p in parents:
+            node = node[int(p)] if isinstance(node, list) else node.setdefault(p, {})
+        node[last] = value
+    return mutate
+
+
+def _both(*ms: Mutation) -> Mutation:
+    def mutate(c: dict[str, Any]) -> None:
+        for m in ms:
+            m(c)
+    return mutate
+
+
+def _drop(path: str) -> Mutation:
+    def mutate(c: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = c
+        for p in parents:
+            node = node[p]
+        node.pop(last)
+    return mutate
+
+
+# rule -> (stack to start from, mutation, expected path, words the message must hold)
+CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
+    "region": [("dev", _set("region", "oregon"), "region", "not an AWS region")],
+    "kubernetes-version": [
+        ("dev", _set("kubernetesVersion", "1.28"), "kubernetesVersion", "1.29 and newer"),
+        ("dev", _set("kubernetesVersion", "v1.30"), "kubernetesVersion", "not a Kubernetes minor version"),
+    ],
+    "kubernetes-version-unverified": [
+        ("dev", _set("kubernetesVersion", "1.40"), "kubernetesVersion", "newest version"),
+    ],
+    "cluster-name": [("dev", _set("clusterName", "9lives"), "clusterName", "start with a letter")],
+    "admin-role-arn": [("prod", _set("adminRoleArns", ["platform-admins"]), "adminRoleArns[0]",
+                        "not an IAM role ARN")],
+    "network-source": [
+        ("dev", _set("network.vpcId", "vpc-0abc"), "network", "both a new VPC"),
+        ("dev", _drop("network.vpcCidr"), "network", "neither vpcCidr nor vpcId"),
+        ("dev", _both(_drop("network.vpcCidr"), _drop("network.availabilityZones"),
+                      _set("network.vpcId", "vpc-0abc"), _set("network.privateSubnetIds", ["subnet-1"])),
+         "network.privateSubnetIds", "at least two availability zones"),
+    ],
+    "vpc-cidr-size": [("dev", _set("network.vpcCidr", "10.0.0.0/24"), "network.vpcCidr", "between /16 and /20")],
+    "availability-zones": [
+        ("dev", _set("network.availabilityZones", ["us-west-2a"]), "network.availabilityZones", "two or more"),
+        ("dev", _set("network.availabilityZones", ["us-west-2a", "us-east-1b"]), "network.availabilityZones[1]",
+         "not a zone of region us-west-2"),
+    ],
+    "efa-zone": [
+        ("prod", _drop("network.efaAvailabilityZone"), "network.efaAvailabilityZone", "need one zone"),
+        ("prod", _set("network.efaAvailabilityZone", "us-west-2d"), "network.efaAvailabilityZone",
+         "not one of network.availabilityZones"),
+    ],
+    "api-endpoint-open": [("dev", _set("network.apiPublicCidrs", ["0.0.0.0/0"]), "network.apiPublicCidrs[0]",
+                           "whole internet")],
+    "fsx-capacity": [("prod", _set("storage.fsx.capacityGiB", 1000), "storage.fsx.capacityGiB",
+                      "1200, 2400, or a multiple of 2400")],
+    "fsx-throughput": [
+        ("prod", _set("storage.fsx.throughputPerTiB", 200), "storage.fsx.throughputPerTiB", "125, 250, 500, 1000"),
+        ("dev", _set("storage.fsx.throughputPerTiB", 250), "storage.fsx.throughputPerTiB", "fixed throughput"),
+    ],
+    "fsx-repositories": [
+        ("dev", _set("storage.fsx.repositories", [{"path": "/data", "s3": "s3://b/p", "import": ["NEW"]}]),
+         "storage.fsx.repositories", "PERSISTENT_2"),
+        ("prod", _set("storage.fsx.repositories.1.path", "/data/ckpt"), "storage.fsx.repositories[1].path",
+         "overlaps the repository at /data"),
+        ("prod", _set("storage.fsx.repositories.0.s3", "ml-data/training"), "storage.fsx.repositories[0].s3",
+         "not an S3 URI"),
+        ("prod", _set("storage.fsx.repositories.0.import", []), "storage.fsx.repositories[0]", "never sync"),
+    ],
+    "login-public-ssh": [("dev", _set("slurm.login.allowedCidrs", ["0.0.0.0/0"]), "slurm.login.allowedCidrs[0]",
+                          "open to the whole internet")],
+    "login-ssh-keys": [
+        ("dev", _set("slurm.login.sshKeys", ["-----BEGIN OPENSSH PRIVATE KEY----- abc"]), "slurm.login.sshKeys[0]",
+         "PRIVATE key"),
+        ("dev", _set("slurm.login.sshKeys", ["hello"]), "slurm.login.sshKeys[0]", "not an OpenSSH public key"),
+    ],
+    "login-no-keys": [("dev", _set("slurm.login.sshKeys", []), "slurm.login.sshKeys", "nobody can log in")],
+    "partition-name": [("dev", lambda c: c["partitions"].update(GPU_Big=c["partitions"].pop("gpu")),
+                        "partitions.GPU_Big", "Kubernetes object names")],
+    "instance-type-known": [("prod", _set("partitions.gpu-h100.instanceTypes", ["p5.48xlarg"]),
+                             "partitions.gpu-h100.instanceTypes[0]", "not in the instance catalog")],
+    "partition-accelerators": [("prod", _set("partitions.gpu-a100.instanceTypes", ["p4d.24xlarge", "trn1.32xlarge"]),
+                                "partitions.gpu-a100.instanceTypes", "mixes accelerators")],
+    "efa-supported": [("dev", _set("partitions.gpu.instanceTypes", ["g5.xlarge"]),
+                       "partitions.gpu.efa", "has no EFA interface")],
+    "efa-interface-count": [("prod", _set("partitions.gpu-h100.instanceTypes", ["p5e.48xlarge", "p5en.48xlarge"]),
+                             "partitions.gpu-h100.instanceTypes", "EFA interface counts differ")],
+    "efa-capacity-type": [("prod", _set("partitions.gpu-h100.capacityType", "spot"),
+                           "partitions.gpu-h100.capacityType", "spot node is reclaimed")],
+    "node-counts": [
+        ("dev", _set("partitions.gpu.minNodes", 5), "partitions.gpu.minNodes", "larger than maxNodes"),
+        ("dev", _set("partitions.gpu.maxNodes", 0), "partitions.gpu.maxNodes", "never have a node"),
+    ],
+    "capacity-reservations": [
+        ("prod", _set("partitions.gpu-h100.capacityType", "reserved"), "partitions.gpu-h100.capacityReservationIds",
+         "needs the capacity reservations"),
+        ("prod", _set("partitions.gpu-h100.capacityReservationIds", ["cr-0123456789abcdef0"]),
+         "partitions.gpu-h100.capacityType", "not reserved"),
+    ],
+    "default-partition": [
+        ("prod", _set("partitions.gpu-a100.default", True), "partitions", "more than one partition"),
+        ("prod", _set("partitions.gpu-h100.default", False), "partitions", "no partition has default"),
+    ],
+}
+# The efa-supported case needs efa switched on for the dev partition.
+CASES["efa-supported"][0] = ("dev", _both(_set("partitions.gpu.instanceTypes", ["g5.xlarge"]),
+                                          _set("partitions.gpu.efa", True),
+                                          _set("network.efaAvailabilityZone", "us-west-2a")),
+                             "partitions.gpu.efa", "has no EFA interface")
+
+
+def test_every_validator_has_cases() -> None:
+    assert set(CASES) == set(VALIDATORS)
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("rule", sorted(VALIDATORS))
+def test_shipped_stacks_pass(rule: str, stack: str) -> None:
+    config, _ = parse_cluster_config(raw_config(stack))
+    errors = [p for p in run_validators(config) if p.rule == rule and p.severity == "error"]
+    assert errors == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "stack", "mutate", "path", "words"),
+    [(rule, *case) for rule, cases in CASES.items() for case in cases],
+    ids=[f"{rule}-{i}" for rule, cases in CASES.items() for i in range(len(cases))],
+)
+def test_broken_config_is_reported(rule: str, stack: str, mutate: Mutation, path: str, words: str) -> None:
+    raw = raw_config(stack)
+    mutate(raw)
+    severity, _ = VALIDATORS[rule]
+    if severity == "error":
+        with pytest.raises(ConfigError) as caught:
+            parse_cluster_config(raw, "test.yaml")
+        problems = caught.value.problems
+    else:
+        _, problems = parse_cluster_config(raw, "test.yaml")
+    found = [p for p in problems if p.rule == rule]
+    assert found, f"{rule} did not fire; got {[p.render() for p in problems]}"
+    assert any(p.path == path and words in p.message and p.fix for p in found), [p.render() for p in found]

@@ -1,0 +1,21 @@
+"""`make golden`: rewrite tests/golden/<stack>/ from the current program. Review the diff before committing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from components.stackfile import available_stacks
+from scripts.plan import run_plan, write_plan
+
+GOLDEN = Path(__file__).resolve().parent
+
+
+def main() -> None:
+    for stack in available_stacks():
+        plan, _ = run_plan(stack)
+        write_plan(plan, GOLDEN / stack)
+        print(f"tests/golden/{stack}: {len(plan.resources)} resources, {len(plan.manifests())} manifests")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""The network and EKS pieces of the plan carry the inputs a secure, working cluster needs."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import pytest
+import yaml
+
+from scripts.plan import run_plan
+from scripts.plan_model import UNKNOWN
+from tests.config.helpers import raw_config
+from tests.plan.fixtures import one, shipped_plan
+
+SUBNET = "aws:ec2/subnet:Subnet"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_private_subnets_are_tagged_for_discovery_and_internal_lbs(stack: str) -> None:
+    plan = shipped_plan(stack)
+    cluster = plan.outputs["clusterName"]
+    config = raw_config(stack)
+    private = [r for r in plan.of_type(SUBNET) if "-private-" in r.name]
+    public = [r for r in plan.of_type(SUBNET) if "-public-" in r.name]
+    assert sorted(r.inputs["availabilityZone"] for r in private) == sorted(config["network"]["availabilityZones"])
+    for r in private:
+        assert r.inputs["tags"]["karpenter.sh/discovery"] == cluster
+        assert r.inputs["tags"]["kubernetes.io/role/internal-elb"] == "1"
+    for r in public:
+        assert "karpenter.sh/discovery" not in r.inputs["tags"]
+        assert r.inputs["mapPublicIpOnLaunch"] is False
+    vpc = ipaddress.ip_network(one(plan, "aws:ec2/vpc:Vpc").inputs["cidrBlock"])
+    blocks = [ipaddress.ip_network(r.inputs["cidrBlock"]) for r in private + public]
+    assert all(b.subnet_of(vpc) for b in blocks)
+    assert not any(a.overlaps(b) for i, a in enumerate(blocks) for b in blocks[i + 1:])
+
+
+def test_one_nat_per_zone_and_private_routes_through_it() -> None:
+    plan = shipped_plan("prod")
+    nats = {r.urn: r for r in plan.of_type("aws:ec2/natGateway:NatGateway")}
+    assert len(nats) == 3
+    private_rts = [r for r in plan.of_type("aws:ec2/routeTable:RouteTable") if "-private-" in r.name]
+    assert len(private_rts) == 3
+    for rt in private_rts:
+        (route,) = rt.inputs["routes"]
+        assert route["cidrBlock"] == "0.0.0.0/0" and route["natGatewayId"].startswith("nat-")
+    s3 = one(plan, "aws:ec2/vpcEndpoint:VpcEndpoint")
+    assert s3.inputs["serviceName"] == "com.amazonaws.us-west-2.s3" and len(s3.inputs["routeTableIds"]) == 3
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_eks_cluster_inputs(stack: str) -> None:
+    plan = shipped_plan(stack)
+    config = raw_config(stack)
+    eks = one(plan, "eks:index:Cluster").inputs
+    assert eks["authenticationMode"] == "API"
+    assert eks["version"] == config["kubernetesVersion"]
+    assert eks["endpointPrivateAccess"] is True
+    assert eks["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+    assert eks["createOidcProvider"] is True and eks["skipDefaultNodeGroup"] is True
+    assert eks["corednsAddonOptions"]["enabled"] is True
+    assert eks["nodeAssociatePublicIpAddress"] is False
+    key = one(plan, "aws:kms/key:Key")
+    assert key.inputs["enableKeyRotation"] is True
+    assert eks["encryptionConfigKeyArn"].startswith("arn:aws:kms:us-west-2:") and key.urn in one(
+        plan, "eks:index:Cluster").dependencies
+    public = config["network"].get("apiPublicCidrs", [])
+    assert eks["endpointPublicAccess"] is bool(public)
+    assert eks.get("publicAccessCidrs") == (public or None)
+
+
+def test_admin_roles_get_cluster_admin_access_entries() -> None:
+    entries = one(shipped_plan("prod"), "eks:index:Cluster").inputs["accessEntries"]
+    (entry,) = entries.values()
+    assert entry["principalArn"] == "arn:aws:iam::123456789012:role/platform-admins"
+    (policy,) = entry["accessPolicies"].values()
+    assert policy["policyArn"].endswith("AmazonEKSClusterAdminPolicy")
+    assert policy["accessScope"] == {"type": "cluster"}
+    assert one(shipped_plan("dev"), "eks:index:Cluster").inputs["accessEntries"] == {}
+
+
+def test_system_node_group_is_imdsv2_encrypted_and_labelled() -> None:
+    plan = shipped_plan("prod")
+    group = one(plan, "eks:index:ManagedNodeGroup").inputs
+    assert group["scalingConfig"] == {"minSize": 2, "desiredSize": 2, "maxSize": 4}
+    assert group["labels"] == {"node.slurm-eks.io/role": "system"}
+    assert group["instanceTypes"] == ["m7i.2xlarge"]
+    assert sorted(group["subnetIds"]) == sorted(plan.outputs["privateSubnetIds"])
+    lt = one(plan, "aws:ec2/launchTemplate:LaunchTemplate").inputs
+    assert lt["metadataOptions"]["httpTokens"] == "required"
+    assert lt["metadataOptions"]["httpPutResponseHopLimit"] == 1
+    (disk,) = lt["blockDeviceMappings"]
+    assert disk["ebs"]["encrypted"] == "true" and disk["ebs"]["volumeType"] == "gp3"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_resource_sits_in_a_component_and_nothing_stays_unknown(stack: str) -> None:
+    plan = shipped_plan(stack)
+    stack_urn = f"urn:pulumi:{stack}::slurm-eks::pulumi:pulumi:Stack::slurm-eks-{stack}"
+    top = {r.type for r in plan.resources if r.parent == stack_urn}
+    assert top == {"pulumi:providers:aws", "slurm-eks:index:Network", "slurm-eks:index:EksCluster"}
+    assert UNKNOWN not in plan.to_json()
+    aws = [r for r in plan.resources if r.type.startswith("aws:")]
+    assert all(r.provider and r.provider.endswith("pulumi:providers:aws::aws") for r in aws)
+
+
+def test_default_tags_name_cluster_and_stack() -> None:
+    provider = one(shipped_plan("prod"), "pulumi:providers:aws")
+    assert provider.inputs["region"] == "us-west-2"
+    assert provider.inputs["defaultTags"] == {"tags": {
+        "environment": "prod", "slurm-eks:cluster": "ml-training-prod", "slurm-eks:stack": "prod", "team": "ml-platform"}}
+
+
+def test_existing_vpc_is_tagged_not_created(tmp_path: Path) -> None:
+    raw = raw_config("prod")
+    raw["network"] = {"vpcId": "vpc-0123456789abcdef0", "efaAvailabilityZone": "us-west-2a",
+                      "privateSubnetIds": ["subnet-0aaa", "subnet-0bbb", "subnet-0ccc"]}
+    (tmp_path / "Pulumi.byo.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
+    plan, _ = run_plan("byo", tmp_path)
+    assert not plan.of_type("aws:ec2/vpc:Vpc") and not plan.of_type(SUBNET)
+    tags = plan.of_type("aws:ec2/tag:Tag")
+    assert sorted(t.inputs["resourceId"] for t in tags) == ["subnet-0aaa", "subnet-0bbb", "subnet-0ccc"]
+    assert {(t.inputs["key"], t.inputs["value"]) for t in tags} == {("karpenter.sh/discovery", "ml-training-prod")}
+    assert one(plan, "eks:index:Cluster").inputs["vpcId"] == "vpc-0123456789abcdef0"
