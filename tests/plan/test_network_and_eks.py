@@ -108,8 +108,8 @@ def test_every_resource_sits_in_a_component_and_nothing_stays_unknown(stack: str
 def test_default_tags_name_cluster_and_stack() -> None:
     provider = one(shipped_plan("prod"), "pulumi:providers:aws")
     assert provider.inputs["region"] == "us-west-2"
-    assert provider.inputs["defaultTags"] == {"tags": {
-        "environment": "prod", "slurm-eks:cluster": "ml-training-prod", "slurm-eks:stack": "prod", "team": "ml-platform"}}
+    assert provider.inputs["defaultTags"] == {"tags": {"environment": "prod", "slurm-eks:cluster": "ml-training-prod",
+                                                       "slurm-eks:stack": "prod", "team": "ml-platform"}}
 
 
 def test_existing_vpc_is_tagged_not_created(tmp_path: Path) -> None:
