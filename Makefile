@@ -6,7 +6,15 @@ BIN := $(VENV)/bin
 STACK ?= dev
 STAMP := $(VENV)/.installed
 
-.PHONY: setup plan test lint golden clean
+.PHONY: setup system-packages plan test lint golden clean
+
+# Debian packages the tests use (shellcheck for rendered job scripts). The local Slurm daemons are
+# installed by `slurm-eks local up`, which the test suite runs itself.
+system-packages:
+	@command -v shellcheck >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends shellcheck; \
+	  else echo "install shellcheck (apt-get install shellcheck) to run every test"; fi; }
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +30,7 @@ plan: setup
 lint: setup
 	$(BIN)/ruff check .
 
-test: setup lint
+test: setup system-packages lint
 	$(BIN)/pytest -q
 
 # Refresh tests/golden/ from the current program; review the diff before committing it.

@@ -25,6 +25,7 @@ class InstanceType:
     memory_gib: int
     efa_interfaces: int
     neuron_cores: int = 0  # per node, Trainium only
+    efa_rdma: bool = False  # GPUDirect RDMA / Neuron RDMA over EFA (FI_EFA_USE_DEVICE_RDMA=1)
 
     @property
     def family(self) -> str:
@@ -36,8 +37,8 @@ class InstanceType:
 
 
 def _it(name: str, kind: AcceleratorKind, model: str, count: int, mem: int, vcpu: int, ram: int, efa: int,
-        cores: int = 0) -> InstanceType:
-    return InstanceType(name, kind, model, count, mem, vcpu, ram, efa, cores)
+        cores: int = 0, rdma: bool = True) -> InstanceType:
+    return InstanceType(name, kind, model, count, mem, vcpu, ram, efa, cores, rdma and efa > 0)
 
 
 CATALOG: dict[str, InstanceType] = {
@@ -52,8 +53,8 @@ CATALOG: dict[str, InstanceType] = {
         _it("trn1n.32xlarge", "neuron", "Trainium", 16, 32, 128, 512, 16, cores=32),
         _it("trn2.48xlarge", "neuron", "Trainium2", 16, 96, 192, 2048, 16, cores=128),
         _it("g5.xlarge", "nvidia", "A10G", 1, 24, 4, 16, 0),
-        _it("g5.12xlarge", "nvidia", "A10G", 4, 24, 48, 192, 1),
-        _it("g5.48xlarge", "nvidia", "A10G", 8, 24, 192, 768, 1),
+        _it("g5.12xlarge", "nvidia", "A10G", 4, 24, 48, 192, 1, rdma=False),
+        _it("g5.48xlarge", "nvidia", "A10G", 8, 24, 192, 768, 1, rdma=False),
     )
 }
 

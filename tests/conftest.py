@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,3 +26,14 @@ def require_shared(sub: str) -> Path:
 @pytest.fixture(scope="session")
 def crds_dir() -> Path:
     return require_shared("crds")
+
+
+def require_tool(name: str) -> str:
+    """The path of a command the tests need; skip (naming it) without it, fail under CI=true."""
+    path = shutil.which(name)
+    if path is None:
+        reason = f"`{name}` is not installed (make test installs it: apt-get install {name})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path
