@@ -5,7 +5,6 @@ Runs on the login pod: it reads the stack config (pydantic) and the instance cat
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import sys
@@ -150,8 +149,3 @@ def render_job(
         entry=" ".join(shlex.quote(a) for a in entry),
         precompile_args=precompile_args,
     )
-
-
-def local_node_resources() -> tuple[int, int]:
-    """CPUs and (fake) GPUs of the local Slurm node: the machine's CPUs and the two gres devices."""
-    return os.cpu_count() or 1, 2

@@ -14,10 +14,13 @@ from rich.tree import Tree
 from components.problems import ConfigError, Problem
 from components.stackfile import STACKS_DIR, load_stack
 from scripts.diff import diff_plans, render_markdown, render_text
+from scripts.cli_slurm import job_app, local_app
 from scripts.plan_model import Plan
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Slurm on Amazon EKS: plan offline, validate, diff, and run jobs.")
+app.add_typer(local_app, name="local")
+app.add_typer(job_app, name="job")
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -48,15 +51,39 @@ def _fail_config(exc: ConfigError) -> typer.Exit:
 
 
 @app.command()
-def validate(stack: StackOpt, stacks_dir: StacksDirOpt = STACKS_DIR) -> None:
+def validate(
+    stack: StackOpt,
+    stacks_dir: StacksDirOpt = STACKS_DIR,
+    crds: Annotated[list[Path] | None, typer.Option(
+        help="also plan offline and validate every manifest against the CRDs in this directory "
+             "(repeatable) and the core Kubernetes schemas", exists=True, file_okay=False)] = None,
+) -> None:
     """Check a stack's config against every rule; exit 2 listing all problems."""
     try:
         config, warnings = load_stack(stack, stacks_dir)
     except ConfigError as exc:
         raise _fail_config(exc) from None
     _print_problems(warnings)
-    out.print(f"[green]stack {stack}: valid[/] ({len(config.partitions)} partitions, "
-              f"{len(warnings)} warnings)", highlight=False)
+    summary = f"{len(config.partitions)} partitions, {len(warnings)} warnings"
+    if crds:
+        checked = _validate_manifests(stack, stacks_dir, crds)
+        summary += f", {checked} manifests valid against {', '.join(map(str, crds))}"
+    out.print(f"[green]stack {stack}: valid[/] ({summary})", highlight=False)
+
+
+def _validate_manifests(stack: str, stacks_dir: Path, crd_dirs: list[Path]) -> int:
+    from scripts.manifest_schema import SchemaRegistry, validate_manifest
+    from scripts.plan import run_plan
+
+    registry = SchemaRegistry.from_crd_dirs(crd_dirs)
+    plan, _ = run_plan(stack, stacks_dir)
+    problems = [p for doc in plan.manifests() for p in validate_manifest(doc, registry)]
+    for problem in problems:
+        err.print(f"[red]error[/]\\[manifest] {problem}", highlight=False)
+    if problems:
+        err.print(f"[red]stack {stack}: {len(problems)} manifest problems[/]")
+        raise typer.Exit(CONFIG_ERROR_EXIT)
+    return len(plan.manifests())
 
 
 @app.command()

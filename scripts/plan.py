@@ -71,7 +71,22 @@ def write_plan(plan: Plan, out: Path) -> None:
     shutil.rmtree(manifests, ignore_errors=True)
     manifests.mkdir()
     for doc in plan.manifests():
-        (manifests / manifest_filename(doc)).write_text(yaml.safe_dump(doc, sort_keys=False))
+        (manifests / manifest_filename(doc)).write_text(yaml.safe_dump(_kubectl_order(doc), sort_keys=False))
+
+
+def _kubectl_order(doc: dict[str, Any]) -> dict[str, Any]:
+    """apiVersion, kind, metadata first, then the rest; keys sorted below that, as `kubectl get -o yaml`."""
+    head = ("apiVersion", "kind", "metadata")
+    ordered = {k: doc[k] for k in head if k in doc} | {k: doc[k] for k in sorted(doc) if k not in head}
+    return {k: _sorted(v) for k, v in ordered.items()}
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
 
 
 def manifest_filename(doc: dict[str, Any]) -> str:

@@ -75,14 +75,16 @@ class Plan:
 
 
 def sanitize(type_: str, value: Any) -> Any:
-    """Pulumi wire values -> plain JSON: secrets masked, integral floats as ints, references as URNs."""
+    """Pulumi wire values -> plain JSON: secrets masked, integral floats as ints, references as URNs.
+    A Kubernetes Secret keeps its keys (they say what it holds) with every value masked."""
     clean = _clean(value)
     if type_.startswith("pulumi:providers:") and isinstance(clean, dict):
         clean = {k: _parse_json_text(v) for k, v in clean.items()}
     if type_ in KUBERNETES_SECRET_TYPES and isinstance(clean, dict):
+        revealed = _clean(value, reveal=True)
         for key in ("data", "stringData"):
-            if isinstance(clean.get(key), dict):
-                clean[key] = dict.fromkeys(clean[key], SECRET)
+            if isinstance(revealed.get(key), dict):
+                clean[key] = dict.fromkeys(revealed[key], SECRET)
     return clean
 
 

@@ -34,3 +34,9 @@ def test_kubernetes_secret_data_is_always_masked(tmp_path: Path) -> None:
     written = (tmp_path / "manifests" / manifest_filename(clean)).read_text()
     assert "plain-text-key" not in written and "c2VjcmV0" not in written
     assert manifest_filename(clean) == "secret_slurm_slurm-key.yaml"
+
+
+def test_a_secret_whose_whole_data_is_secret_keeps_its_keys() -> None:
+    sig = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
+    wire = {"kind": "Secret", "stringData": {**sig, "value": {"password": "hunter2", "user": "slurm"}}}
+    assert sanitize("kubernetes:core/v1:Secret", wire)["stringData"] == {"password": SECRET, "user": SECRET}

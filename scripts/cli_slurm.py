@@ -1,0 +1,255 @@
+"""`slurm-eks local ...` (the local one-node Slurm) and `slurm-eks job ...` (submit/status/cancel/logs).
+
+Two typer apps, registered by scripts/cli.py. To add a job command, decorate a function with
+`@job_app.command()` and wrap its body in `with clear_errors():` so failures print one line, not a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from components.problems import ConfigError
+from components.stackfile import STACKS_DIR, load_stack
+from jobs import render
+from slurm import client, local
+from slurm.backend import JobBackend
+from slurm.cli_backend import CliBackend
+from slurm.jobinfo import JobInfo
+from slurm.local import layout
+from slurm.local.config import FAKE_GPUS
+from slurm.local.config import PARTITION as LOCAL_PARTITION
+from slurm.local.topology import detect_node
+
+console = Console()
+errors = Console(stderr=True)
+
+local_app = typer.Typer(help="A real one-node Slurm on this machine (needs root and apt).", no_args_is_help=True)
+job_app = typer.Typer(
+    help="Submit and follow Slurm jobs (pyslurm where it imports, else the CLI).", no_args_is_help=True
+)
+
+BackendOption = Annotated[
+    str | None,
+    typer.Option(
+        "--backend", help="auto (pyslurm if importable, else CLI), cli or pyslurm. Env: SLURM_EKS_JOB_BACKEND."
+    ),
+]
+
+
+@contextmanager
+def clear_errors() -> Iterator[None]:
+    """Known failures become one red line and exit status 1."""
+    try:
+        yield
+    except (client.JobClientError, local.LocalSlurmError) as exc:
+        errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
+
+
+def _exit(job: JobInfo) -> str:
+    if job.exit_signal:
+        return f"{job.exit_code if job.exit_code is not None else '?'} (signal {job.exit_signal})"
+    return "-" if job.exit_code is None else str(job.exit_code)
+
+
+def jobs_table(jobs: list[JobInfo]) -> Table:
+    table = Table(
+        "ID", "NAME", "USER", "STATE", "REASON", "PARTITION", "NODES", "EXIT", "RESTARTS", "SUBMIT", "START", "END"
+    )
+    for job in jobs:
+        table.add_row(
+            str(job.job_id),
+            job.name,
+            job.user or "-",
+            job.state,
+            job.reason or "-",
+            job.partition or "-",
+            job.nodes or "-",
+            _exit(job),
+            str(job.restart_count),
+            _when(job.submit_time),
+            _when(job.start_time),
+            _when(job.end_time),
+        )
+    return table
+
+
+def cluster_table(status: local.ClusterStatus) -> Table:
+    table = Table("DAEMON", "PID", "ALIVE", "LOG", title=f"local Slurm in {status.state_dir}")
+    for daemon in status.daemons:
+        alive = "[green]yes[/green]" if daemon.alive else "[red]no[/red]"
+        table.add_row(daemon.name, str(daemon.pid or "-"), alive, str(daemon.log))
+    node = status.node
+    node_text = f"{node.name}: {node.state}" + (f" ({node.reason})" if node.reason else "") if node else "unknown"
+    table.caption = f"node {node_text}"
+    return table
+
+
+@local_app.command("up")
+def local_up() -> None:
+    """Install (if missing) and start munge, MariaDB, slurmdbd, slurmctld and slurmd; wait for an idle node."""
+    with clear_errors():
+        started_at = time.monotonic()
+        status = local.up()
+        console.print(cluster_table(status))
+        if status.installed:
+            console.print(f"installed: {', '.join(status.installed)}")
+        what = f"started {', '.join(status.started)}" if status.started else "already up, nothing to start"
+        console.print(f"{what} ({time.monotonic() - started_at:.1f} s). Try: sbatch --wrap hostname")
+
+
+@local_app.command("down")
+def local_down() -> None:
+    """Stop every daemon by the pid in its pidfile (TERM, KILL after 15 s). State stays for the next `up`."""
+    with clear_errors():
+        stopped = local.down()
+        console.print(f"stopped {', '.join(stopped)}" if stopped else "nothing was running")
+
+
+@local_app.command("status")
+def local_status() -> None:
+    """Each daemon (pid, alive) and the node state; exit status 3 when the cluster is not fully up."""
+    with clear_errors():
+        status = local.status()
+        console.print(cluster_table(status))
+        if not status.up:
+            raise typer.Exit(3)
+
+
+def _backend(name: str | None, use_local: bool) -> JobBackend:
+    # The local cluster is Debian's Slurm 22.05; pyslurm 25.11 cannot talk to it.
+    return CliBackend() if use_local else client.select_backend(name)
+
+
+@job_app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def job_submit(
+    ctx: typer.Context,
+    script: Annotated[Path, typer.Argument(help="Batch script; its #SBATCH lines apply unless overridden.")],
+    use_local: Annotated[
+        bool, typer.Option("--local", help="Target the local cluster (brought up if needed).")
+    ] = False,
+    partition: Annotated[str | None, typer.Option("--partition", "-p")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", "-N", min=1)] = None,
+    time_limit: Annotated[str | None, typer.Option("--time", "-t", help="e.g. 30, 2:00:00, 1-00:00:00")] = None,
+    gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=0)] = None,
+    job_name: Annotated[str | None, typer.Option("--job-name", "-J")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o")] = None,
+    backend: BackendOption = None,
+) -> None:
+    """Submit SCRIPT; other sbatch options (e.g. --requeue, --export=ALL,X=1) are passed through."""
+    with clear_errors():
+        if use_local:
+            local.up()
+            partition = partition or LOCAL_PARTITION
+        options = client.SubmitOptions(
+            partition=partition,
+            nodes=nodes,
+            time=time_limit,
+            gpus_per_node=gpus_per_node,
+            job_name=job_name,
+            output=output,
+            extra_args=tuple(ctx.args),
+        )
+        job_id = client.submit(script, options, _backend(backend, use_local))
+        console.print(f"submitted job {job_id}")
+
+
+@job_app.command("status")
+def job_status(
+    job_id: Annotated[int | None, typer.Argument(help="One job (also finished ones, from accounting).")] = None,
+    backend: BackendOption = None,
+) -> None:
+    """A table of the jobs slurmctld knows, or of JOBID."""
+    with clear_errors():
+        chosen = client.select_backend(backend)
+        jobs = [client.status(job_id, chosen)] if job_id is not None else client.list_jobs(chosen)
+        console.print(jobs_table(jobs))
+
+
+@job_app.command("cancel")
+def job_cancel(job_id: int, backend: BackendOption = None) -> None:
+    """Cancel JOBID."""
+    with clear_errors():
+        client.cancel(job_id, client.select_backend(backend))
+        console.print(f"cancelled job {job_id}")
+
+
+@job_app.command("logs")
+def job_logs(
+    job_id: int,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing until the job ends.")] = False,
+    backend: BackendOption = None,
+) -> None:
+    """Print the job's stdout file."""
+    with clear_errors():
+        chosen = client.select_backend(backend)
+        if not follow:
+            console.out(client.logs(job_id, chosen), end="", highlight=False)
+            return
+        for chunk in client.follow_logs(job_id, backend=chosen):
+            console.out(chunk, end="", highlight=False)
+
+
+@job_app.command("render", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def job_render(
+    ctx: typer.Context,
+    stack: Annotated[str | None, typer.Option("--stack", "-s", help="stack whose partition to target")] = None,
+    partition: Annotated[str | None, typer.Option("--partition", "-p")] = None,
+    use_local: Annotated[bool, typer.Option("--local", help="target the local cluster (partition cpu, gloo)")] = False,
+    nodes: Annotated[int, typer.Option("--nodes", "-N", min=1)] = 1,
+    time_limit: Annotated[str | None, typer.Option("--time", "-t", help="default: the partition's maxTime")] = None,
+    job_name: Annotated[str | None, typer.Option("--job-name", "-J", help="default: the entry point's name")] = None,
+    image: Annotated[str | None, typer.Option(help="container image for the steps (pyxis)")] = None,
+    no_container: Annotated[bool, typer.Option("--no-container", help="run the steps on the node's image")] = False,
+    signal_lead: Annotated[int, typer.Option(help="seconds before the time limit to checkpoint")] = 300,
+    max_requeues: Annotated[int, typer.Option(help="requeues after a preemption before giving up")] = 3,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+    stacks_dir: Annotated[Path, typer.Option(help="directory of Pulumi.<stack>.yaml")] = STACKS_DIR,
+) -> None:
+    """Write an sbatch script for a partition; the entry point and its arguments go after `--`."""
+    try:
+        if use_local:
+            state = layout.default_state_dir()
+            (state / "logs").mkdir(parents=True, exist_ok=True)  # Slurm does not create --output dirs
+            target = render.local_target(state, cpus=_local_cpus(), gpus=FAKE_GPUS)
+            limit = time_limit or "UNLIMITED"
+        else:
+            if not stack or not partition:
+                raise render.RenderError("give --stack and --partition (or --local)")
+            config, _ = load_stack(stack, stacks_dir)
+            target = render.target_for_partition(config, stack, partition, image, container=not no_container)
+            limit = time_limit or config.partitions[partition].max_time
+        script = render.render_job(target, list(ctx.args), nodes=nodes, time=limit, job_name=job_name,
+                                   signal_lead=signal_lead, max_requeues=max_requeues)
+    except ConfigError as exc:
+        errors.print(exc.render(), highlight=False, markup=False)
+        raise typer.Exit(2) from None
+    except render.RenderError as exc:
+        errors.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    if output:
+        output.write_text(script)
+        console.print(f"wrote {output}")
+    else:
+        typer.echo(script, nl=False)
+
+
+def _local_cpus() -> int:
+    try:
+        return detect_node().cpus
+    except (OSError, local.LocalSlurmError):  # slurmd not installed yet: the node will have every CPU
+        return os.cpu_count() or 1

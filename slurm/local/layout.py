@@ -1,0 +1,89 @@
+"""Where everything of the local cluster lives: one state directory, so deleting it starts afresh."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+STATE_ENV = "SLURM_EKS_LOCAL_STATE"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# Slurm clients (sbatch, squeue, ...) only look here; we point these at the generated files.
+SYSTEM_CONF_DIR = Path("/etc/slurm")
+
+
+def default_state_dir() -> Path:
+    """`$SLURM_EKS_LOCAL_STATE`, else `<repo>/.local-slurm` (git-ignored)."""
+    override = os.environ.get(STATE_ENV)
+    return Path(override).expanduser().resolve() if override else REPO_ROOT / ".local-slurm"
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """Paths under the state directory; nothing here touches the disk."""
+
+    root: Path
+
+    @property
+    def etc(self) -> Path:
+        return self.root / "etc"
+
+    @property
+    def slurm_conf(self) -> Path:
+        return self.etc / "slurm.conf"
+
+    @property
+    def gres_conf(self) -> Path:
+        return self.etc / "gres.conf"
+
+    @property
+    def slurmdbd_conf(self) -> Path:
+        return self.etc / "slurmdbd.conf"
+
+    @property
+    def ctld_state(self) -> Path:
+        return self.root / "spool" / "slurmctld"
+
+    @property
+    def slurmd_spool(self) -> Path:
+        return self.root / "spool" / "slurmd"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "log"
+
+    @property
+    def run(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def fakedev(self) -> Path:
+        return self.root / "fakedev"
+
+    @property
+    def munge(self) -> Path:
+        """Owned by the munge user: munged refuses pid/log paths it does not own."""
+        return self.root / "munge"
+
+    @property
+    def mysql(self) -> Path:
+        """Owned by the mysql user; the accounting DB lives here, so a fresh state dir is a fresh DB."""
+        return self.root / "mysql"
+
+    @property
+    def mysql_data(self) -> Path:
+        return self.mysql / "data"
+
+    @property
+    def mysql_socket(self) -> Path:
+        return self.mysql / "mysqld.sock"
+
+    def system_links(self) -> dict[Path, Path]:
+        """/etc/slurm file -> the generated file it must point at."""
+        return {SYSTEM_CONF_DIR / f.name: f for f in (self.slurm_conf, self.gres_conf, self.slurmdbd_conf)}
+
+    @classmethod
+    def owning(cls, slurm_conf: Path) -> StateLayout:
+        """The layout a generated slurm.conf belongs to (inverse of `slurm_conf`)."""
+        return cls(slurm_conf.parent.parent)

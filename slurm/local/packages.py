@@ -1,0 +1,47 @@
+"""Install the Debian packages the local cluster needs, only when one is missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from slurm.local.errors import LocalSlurmError
+
+# package -> a program it provides; a missing program means the package must be installed.
+REQUIRED = {
+    "slurm-wlm": "slurmctld",
+    "munge": "munged",
+    "mariadb-server": "mariadbd",
+    "slurmdbd": "slurmdbd",
+}
+# The packages' sbin programs, whether or not /usr/sbin is on this shell's PATH.
+SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+
+
+def missing_packages() -> list[str]:
+    return [package for package, program in REQUIRED.items() if shutil.which(program, path=SEARCH_PATH) is None]
+
+
+def ensure_installed() -> list[str]:
+    """apt-get install what is missing (update first, only then); return what was installed."""
+    missing = missing_packages()
+    if not missing:
+        return []
+    if os.geteuid() != 0:
+        raise LocalSlurmError(f"packages {', '.join(missing)} are missing and installing them needs root")
+    if shutil.which("apt-get") is None:
+        raise LocalSlurmError(f"packages {', '.join(missing)} are missing and apt-get is not available")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (
+        ["apt-get", "update", "-q"],
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
+    ):
+        result = subprocess.run(command, capture_output=True, text=True, env=env)
+        if result.returncode != 0:
+            output = (result.stderr or result.stdout).strip().splitlines()[-5:]
+            raise LocalSlurmError(f"`{' '.join(command)}` failed:\n    " + "\n    ".join(output))
+    still_missing = missing_packages()
+    if still_missing:
+        raise LocalSlurmError(f"installed {', '.join(missing)} but {', '.join(still_missing)} still missing")
+    return missing
