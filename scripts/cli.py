@@ -13,8 +13,8 @@ from rich.tree import Tree
 
 from components.problems import ConfigError, Problem
 from components.stackfile import STACKS_DIR, load_stack
-from scripts.diff import diff_plans, render_markdown, render_text
 from scripts.cli_slurm import job_app, local_app
+from scripts.diff import diff_plans, render_markdown, render_text
 from scripts.plan_model import Plan
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
