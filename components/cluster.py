@@ -34,6 +34,15 @@ def assume_role_policy(service: str) -> str:
         {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}]})
 
 
+def irsa_assume_role_policy(provider_arn: str, issuer_url: str, namespace: str, service_account: str) -> str:
+    """Trust for exactly one Kubernetes service account through the cluster's OIDC provider (IRSA)."""
+    issuer = issuer_url.removeprefix("https://")
+    return json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Federated": provider_arn}, "Action": "sts:AssumeRoleWithWebIdentity",
+        "Condition": {"StringEquals": {f"{issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}",
+                                       f"{issuer}:aud": "sts.amazonaws.com"}}}]})
+
+
 def node_role(name: str, opts: pulumi.ResourceOptions) -> aws.iam.Role:
     """An EC2 role with what every EKS node needs (kubelet, VPC CNI, ECR pulls, SSM for break-glass)."""
     role = aws.iam.Role(name, assume_role_policy=assume_role_policy("ec2.amazonaws.com"), opts=opts)
@@ -135,3 +144,9 @@ class EksCluster(pulumi.ComponentResource):
                                      opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"clusterName": self.name, "kubeconfig": pulumi.Output.secret(self.kubeconfig),
                                "oidcProviderArn": self.oidc_provider_arn})
+
+    def irsa_role(self, name: str, namespace: str, service_account: str, opts: pulumi.ResourceOptions) -> aws.iam.Role:
+        """An IAM role that only `namespace/service_account` pods of this cluster can assume."""
+        trust = pulumi.Output.all(self.oidc_provider_arn, self.oidc_provider_url).apply(
+            lambda a: irsa_assume_role_policy(a[0], a[1], namespace, service_account))
+        return aws.iam.Role(name, assume_role_policy=trust, opts=opts)

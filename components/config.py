@@ -20,6 +20,7 @@ FULL_KEY = f"{CONFIG_NAMESPACE}:{CONFIG_KEY}"
 
 # Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or unlimited.
 _SLURM_TIME = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+(:\d{2}){0,2})$")
+_DURATION = re.compile(r"^([0-9]+[hms])+$")  # the subset of Go durations Karpenter accepts
 
 
 def _cidr(value: str) -> str:
@@ -27,6 +28,18 @@ def _cidr(value: str) -> str:
         return str(ipaddress.ip_network(value, strict=True))
     except ValueError as exc:
         raise ValueError(f"not a CIDR block ({exc}); write it like 10.0.0.0/16") from None
+
+
+def _duration(value: str) -> str:
+    if not _DURATION.match(value):
+        raise ValueError("not a duration; use hours, minutes and seconds such as 10m, 1h30m or 90s")
+    return value
+
+
+def duration_seconds(value: str) -> int:
+    """"1h30m" -> 5400."""
+    unit = {"h": 3600, "m": 60, "s": 1}
+    return sum(int(n) * unit[u] for n, u in re.findall(r"(\d+)([hms])", value))
 
 
 def _slurm_time(value: str) -> str:
@@ -37,6 +50,7 @@ def _slurm_time(value: str) -> str:
 
 Cidr = Annotated[str, AfterValidator(_cidr)]
 SlurmTime = Annotated[str, AfterValidator(_slurm_time)]
+Duration = Annotated[str, AfterValidator(_duration)]
 FsxEvent = Literal["NEW", "CHANGED", "DELETED"]
 
 
@@ -91,6 +105,10 @@ class Storage(Model):
 
 class Accounting(Model):
     database: Literal["rds", "in-cluster"] = "rds"
+    # Amazon RDS for MariaDB sizing (database: rds); slurmdbd's load is small.
+    instance_class: str = "db.t4g.medium"
+    storage_gib: int = Field(50, alias="storageGiB", ge=20)
+    multi_az: bool = False
 
 
 class Login(Model):
@@ -105,7 +123,21 @@ class RestApi(Model):
     replicas: int = Field(1, ge=0)
 
 
+class SlurmImages(Model):
+    """Images of the Slurm daemons; each unset one is Slinky's for `slurm.version` (the pyxis variants for
+    slurmd and login, so job steps can run in containers)."""
+
+    slurmctld: str | None = None
+    slurmd: str | None = None
+    slurmdbd: str | None = None
+    slurmrestd: str | None = None
+    login: str | None = None
+
+
 class Slurm(Model):
+    # Slinky 1.2.x needs Slurm >= 25.11; pyslurm on the login pod must match it.
+    version: str = "25.11"
+    images: SlurmImages = Field(default_factory=SlurmImages)
     accounting: Accounting = Field(default_factory=Accounting)
     login: Login = Field(default_factory=Login)
     restapi: RestApi = Field(default_factory=RestApi)
@@ -120,6 +152,11 @@ class Partition(Model):
     capacity_reservation_ids: list[str] = Field(default_factory=list)
     default: bool = False
     max_time: SlurmTime = "UNLIMITED"
+    # The container image job steps run in (`srun --container-image`); unset: the default training image
+    # for the partition's accelerator (components/slinky/images.py).
+    image: str | None = None
+    # How long a node may sit idle (no Slurm job) before it is given back to EC2.
+    idle_timeout: Duration = "10m"
 
 
 class ClusterConfig(Model):

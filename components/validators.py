@@ -15,8 +15,10 @@ from typing import Any
 from components import catalog
 from components.config import ClusterConfig, Partition
 from components.problems import Problem, Severity
+from components.slinky.images import SERIES_OS, release_series
 
 MIN_KUBERNETES = (1, 29)  # Slinky 1.2.x needs Kubernetes >= 1.29
+MIN_SLURM = (25, 11)  # and Slurm >= 25.11
 NEWEST_KNOWN_KUBERNETES = (1, 35)  # newest EKS version these manifests were checked against
 FSX_THROUGHPUT = {"PERSISTENT_2": (125, 250, 500, 1000)}
 FSX_MAX_REPOSITORIES = 8  # data repository associations per file system
@@ -274,6 +276,29 @@ def login_no_keys(c: ClusterConfig) -> Iterator[Finding]:
     if c.slurm.login.replicas and not c.slurm.login.ssh_keys:
         yield Finding("slurm.login.sshKeys", [], "no SSH keys: nobody can log in as root",
                       "add your public keys, or configure SSSD/LDAP users")
+
+
+@rule("slurm-version")
+def slurm_version(c: ClusterConfig) -> Iterator[Finding]:
+    version = c.slurm.version
+    m = re.fullmatch(r"(\d+)\.(\d+)(\.\d+)?", version)
+    if not m or (int(m.group(1)), int(m.group(2))) < MIN_SLURM:
+        yield Finding("slurm.version", version, "Slinky 1.2.x runs Slurm 25.11 and newer only",
+                      'use "25.11" (or a patch release such as "25.11.6"), quoted')
+    elif release_series(version) not in SERIES_OS:
+        yield Finding("slurm.version", version, f"Slinky publishes no images for Slurm {release_series(version)}",
+                      f"use one of {', '.join(SERIES_OS)}, or set every slurm.images entry yourself")
+
+
+@rule("image-pinned")
+def image_pinned(c: ClusterConfig) -> Iterator[Finding]:
+    images = {f"slurm.images.{k}": v for k, v in c.slurm.images.model_dump().items() if v}
+    images |= {f"partitions.{n}.image": p.image for n, p in c.partitions.items() if p.image}
+    for path, image in images.items():
+        name = image.rsplit("/", 1)[-1]
+        if "@sha256:" not in name and (":" not in name or name.endswith(":latest")):
+            yield Finding(path, image, "not pinned: a moving tag changes what runs at the next node start",
+                          "name an exact tag or digest, e.g. repo/image:25.11-ubuntu24.04 or repo/image@sha256:...")
 
 
 # --- partitions ----------------------------------------------------------------------------------------

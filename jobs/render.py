@@ -15,6 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from components import catalog
 from components.config import ClusterConfig
+from components.slinky.images import training_image
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SHARED = "/shared"
@@ -55,7 +56,7 @@ def target_for_partition(
         raise RenderError(f"stack {stack} has no partition {name!r}; partitions: {', '.join(config.partitions)}")
     partition = config.partitions[name]
     it = catalog.lookup(partition.instance_types[0])
-    image = image or getattr(partition, "image", None)
+    image = image or training_image(partition)
     if container and not image:
         raise RenderError(
             f"partition {name} has no training image: pass --image IMAGE, or --no-container to run on the host image"
@@ -75,7 +76,7 @@ def target_for_partition(
         efa=efa,
         efa_rdma=efa and it.efa_rdma,
         backend="nccl",
-        image=image if container else None,
+        image=(image or training_image(partition)) if container else None,
         torchrun="torchrun",
         shared_root=SHARED,
         logs_dir=f"{SHARED}/logs",

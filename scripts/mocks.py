@@ -16,6 +16,7 @@ from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import resource_pb2
 
+from components.config import CONFIG_KEY, CONFIG_NAMESPACE
 from scripts.plan_model import PlannedResource, plain, sanitize
 
 ACCOUNT = "123456789012"
@@ -43,6 +44,11 @@ def _digest(*parts: str, n: int = 17) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:n]
 
 
+def cluster_security_group_id(cluster_name: str) -> str:
+    """The EKS-created security group every node carries, as the mocked cluster reports it."""
+    return f"sg-0{_digest(cluster_name, 'cluster-sg')}"
+
+
 @dataclass
 class RealisticMocks(pulumi.runtime.Mocks):
     """Computed values shaped like the real ones: EC2 IDs, ARNs, DNS names, a kubeconfig."""
@@ -65,11 +71,22 @@ class RealisticMocks(pulumi.runtime.Mocks):
             return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}, []
         if token == "aws:index/getRegion:getRegion":
             return {"name": self.region, "region": self.region, "id": self.region}, []
+        if token == "aws:ec2/getVpc:getVpc":
+            return {"id": str(args.args.get("id", "vpc-0")), "cidrBlock": "10.0.0.0/16"}, []
         if token == "aws:ec2/getSubnet:getSubnet":
             sid = str(args.args.get("id", "subnet-0"))
-            zone = f"{self.region}{'abc'[int(_digest(sid), 16) % 3]}"
-            return {"id": sid, "availabilityZone": zone, "vpcId": "vpc-existing"}, []
+            return {"id": sid, "availabilityZone": self._subnet_zone(sid), "vpcId": "vpc-existing"}, []
         return {}, []
+
+    def _subnet_zone(self, sid: str) -> str:
+        """An existing VPC's subnets lie in consecutive zones, in the order the stack lists them (its
+        `availabilityZones` if given, else a, b, c, ...), so a consistent config plans without errors."""
+        network = (pulumi.Config(CONFIG_NAMESPACE).get_object(CONFIG_KEY) or {}).get("network") or {}
+        listed = network.get("privateSubnetIds") or []
+        zones = network.get("availabilityZones") or [f"{self.region}{letter}" for letter in "abcdef"]
+        if sid in listed:
+            return zones[listed.index(sid) % len(zones)]
+        return f"{self.region}{'abc'[int(_digest(sid), 16) % 3]}"
 
     def _id(self, args: pulumi.runtime.MockResourceArgs) -> str:
         prefix = _ID_PREFIX.get(args.typ)
@@ -144,7 +161,7 @@ class RealisticMocks(pulumi.runtime.Mocks):
         return {
             "kubeconfig": kubeconfig,
             "kubeconfigJson": json.dumps(kubeconfig),
-            "clusterSecurityGroupId": f"sg-0{_digest(self.cluster_name, 'cluster-sg')}",
+            "clusterSecurityGroupId": cluster_security_group_id(self.cluster_name),
             "nodeSecurityGroupId": f"sg-0{_digest(self.cluster_name, 'node-sg')}",
             "oidcIssuer": issuer.removeprefix("https://"),
             "oidcProviderUrl": issuer,

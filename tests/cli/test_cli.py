@@ -81,3 +81,17 @@ def test_diff_of_a_missing_plan_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("{}")
     result = run("diff", str(tmp_path / "x.json"), str(tmp_path / "x.json"))
     assert result.returncode == 2 and "cannot read plan" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_validate_with_crds_checks_every_manifest(tmp_path: Path, crds_dir: Path) -> None:
+    ok = run("validate", "--stack", "prod", "--crds", str(crds_dir))
+    assert ok.returncode == 0, ok.stderr
+    assert "manifests valid against" in ok.stdout
+    # A stricter NodePool schema (weight required) that the shipped NodePools do not satisfy.
+    crd = yaml.safe_load((crds_dir / "karpenter" / "karpenter.sh_nodepools.yaml").read_text())
+    for version in crd["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"].setdefault("required", []).append("weight")
+    (tmp_path / "nodepools.yaml").write_text(yaml.safe_dump(crd))
+    bad = run("validate", "--stack", "prod", "--crds", str(tmp_path))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "NodePool/gpu-h100" in bad.stderr and "weight" in bad.stderr

@@ -93,3 +93,13 @@ def test_shipped_stacks_are_valid() -> None:
     assert list(dev.partitions) == ["gpu"] and dev.storage.fsx.deployment_type == "SCRATCH_2"
     assert list(prod.partitions) == ["gpu-h100", "gpu-a100", "trainium"]
     assert [w.rule for w in warnings] == ["efa-interface-count"]  # trn1 (8 EFA) with trn1n (16 EFA)
+
+
+def test_idle_timeout_must_be_a_karpenter_duration() -> None:
+    raw = raw_config("dev")
+    raw["partitions"]["gpu"]["idleTimeout"] = "ten minutes"
+    (problem,) = _problems(raw)
+    assert problem.path == "partitions.gpu.idleTimeout" and "not a duration" in problem.message
+    raw["partitions"]["gpu"]["idleTimeout"] = "1h30m"
+    config, _ = parse_cluster_config(raw)
+    assert config.partitions["gpu"].idle_timeout == "1h30m"

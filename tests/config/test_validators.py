@@ -98,6 +98,18 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
         ("dev", _set("slurm.login.sshKeys", ["hello"]), "slurm.login.sshKeys[0]", "not an OpenSSH public key"),
     ],
     "login-no-keys": [("dev", _set("slurm.login.sshKeys", []), "slurm.login.sshKeys", "nobody can log in")],
+    "slurm-version": [
+        ("dev", _set("slurm.version", "24.11"), "slurm.version", "25.11 and newer"),
+        ("dev", _set("slurm.version", "latest"), "slurm.version", "25.11 and newer"),
+        ("dev", _set("slurm.version", "25.05.3"), "slurm.version", "25.11 and newer"),
+        ("prod", _set("slurm.version", "26.11"), "slurm.version", "no images for Slurm 26.11"),
+    ],
+    "image-pinned": [
+        ("dev", _set("slurm.images.slurmd", "registry.example.com:5000/slurmd"), "slurm.images.slurmd",
+         "not pinned"),
+        ("prod", _set("partitions.trainium.image", "public.ecr.aws/neuron/pytorch-training-neuronx:latest"),
+         "partitions.trainium.image", "not pinned"),
+    ],
     "partition-name": [("dev", lambda c: c["partitions"].update(GPU_Big=c["partitions"].pop("gpu")),
                         "partitions.GPU_Big", "Kubernetes object names")],
     "instance-type-known": [("prod", _set("partitions.gpu-h100.instanceTypes", ["p5.48xlarg"]),

@@ -80,10 +80,17 @@ def test_render_errors_say_what_to_change() -> None:
     config, _ = load_stack("prod")
     with pytest.raises(RenderError, match="no partition 'gpu-h200'"):
         target_for_partition(config, "prod", "gpu-h200", image=IMAGE)
-    with pytest.raises(RenderError, match="--no-container"):
-        target_for_partition(config, "prod", "gpu-h100", image=None)
     with pytest.raises(RenderError, match="after `--`"):
         render_job(target_for_partition(config, "prod", "gpu-h100", image=IMAGE), [])
+
+
+def test_partition_default_images() -> None:
+    config, _ = load_stack("prod")
+    h100 = target_for_partition(config, "prod", "gpu-h100")
+    assert h100.image and h100.image.startswith("public.ecr.aws/deep-learning-containers/pytorch-training:")
+    assert "neuronx" in (target_for_partition(config, "prod", "trainium").image or "")
+    assert target_for_partition(config, "prod", "gpu-h100", image="my/img:1").image == "my/img:1"
+    assert target_for_partition(config, "prod", "gpu-h100", container=False).image is None
 
 
 def test_entry_arguments_are_quoted() -> None:

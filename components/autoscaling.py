@@ -1,0 +1,100 @@
+"""Each partition's NodeSet follows its Slurm queue: KEDA scales the NodeSet (its scale subresource) from
+Slurm's own metrics in Prometheus, and Karpenter brings up or gives back the nodes its pods need.
+
+The target is the number of nodes the partition needs now: nodes running jobs plus pending jobs (each of our
+job templates takes whole nodes) plus the extra nodes of the widest pending job. With `AverageValue` and a
+target of 1 per replica, HPA sets replicas to that number, between minNodes and maxNodes. When a partition
+has had neither running nor pending jobs for `idleTimeout`, KEDA scales it to minNodes; Slinky drains a
+Slurm node before deleting its pod, and Karpenter removes the then-empty node after its own `idleTimeout`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.cluster import SYSTEM_NODE_SELECTOR
+from components.config import ClusterConfig, duration_seconds
+from components.names import SLURM_NAMESPACE
+from components.slinky.charts import KEDA, KUBE_PROMETHEUS_STACK, release
+from components.slinky.specs import API_VERSION
+
+PROMETHEUS_RELEASE = "prometheus"
+# The Service kube-prometheus-stack names `<release>-kube-prometheus-prometheus`.
+PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-kube-prometheus-prometheus.{KUBE_PROMETHEUS_STACK.namespace}.svc:9090"
+POLLING_SECONDS = 30
+
+
+def nodes_needed_query(partition: str) -> str:
+    """PromQL: nodes the partition needs now (absent series count as 0, so one missing metric is not 0 nodes)."""
+    def metric(name: str) -> str:
+        return f'(sum({name}{{partition="{partition}"}}) or vector(0))'
+
+    busy = f"{metric('slurm_partition_nodes_alloc')} + {metric('slurm_partition_nodes_mixed')}"
+    widest_extra = f"clamp_min({metric('slurm_partition_jobs_min_job_nodes')} - 1, 0)"
+    return f"{busy} + {metric('slurm_partition_jobs_pending')} + {widest_extra}"
+
+
+def scaled_object_spec(name: str, config: ClusterConfig) -> dict[str, Any]:
+    partition = config.partitions[name]
+    idle = duration_seconds(partition.idle_timeout)
+    return {
+        "scaleTargetRef": {"apiVersion": API_VERSION, "kind": "NodeSet", "name": name},
+        "minReplicaCount": partition.min_nodes,
+        "maxReplicaCount": partition.max_nodes,
+        "pollingInterval": POLLING_SECONDS,
+        "cooldownPeriod": idle,  # no activity this long: to zero (when minNodes is 0)
+        "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {
+            # Between min and max, HPA also waits idleTimeout before removing nodes.
+            "scaleDown": {"stabilizationWindowSeconds": idle}}}},
+        "triggers": [{
+            "type": "prometheus",
+            "metricType": "AverageValue",
+            "metadata": {"serverAddress": PROMETHEUS_URL, "query": nodes_needed_query(name), "threshold": "1"},
+        }],
+    }
+
+
+@dataclass(frozen=True)
+class AutoscalingArgs:
+    config: ClusterConfig
+    provider: k8s.Provider
+
+
+class Autoscaling(pulumi.ComponentResource):
+    """KEDA and Prometheus first (`metrics` is what the Controller's ServiceMonitor needs); then
+    `scale(nodesets)` adds one ScaledObject per NodeSet."""
+
+    metrics: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: AutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("slurm-eks:index:Autoscaling", name, None, opts)
+        self._args, self._prefix = args, name
+        on_system = {"nodeSelector": SYSTEM_NODE_SELECTOR}
+        self._keda = release("keda", KEDA, on_system, args.provider, self)
+        self.metrics = release(PROMETHEUS_RELEASE, KUBE_PROMETHEUS_STACK, {
+            "alertmanager": {"enabled": False},
+            "grafana": {"enabled": False},
+            "prometheusOperator": {**on_system, "admissionWebhooks": {"patch": on_system}},
+            "kube-state-metrics": on_system,
+            "prometheus": {"prometheusSpec": {
+                **on_system,
+                # Select every ServiceMonitor, not only this release's: Slinky creates the Controller's.
+                "serviceMonitorSelectorNilUsesHelmValues": False,
+                "podMonitorSelectorNilUsesHelmValues": False,
+                "retention": "15d",
+            }},
+        }, args.provider, self)
+        self.register_outputs({"prometheus": PROMETHEUS_URL})
+
+    def scale(self, nodesets: dict[str, pulumi.Resource]) -> None:
+        for pname, nodeset in nodesets.items():
+            k8s.apiextensions.CustomResource(
+                f"{self._prefix}-{pname}", api_version="keda.sh/v1alpha1", kind="ScaledObject",
+                metadata={"name": pname, "namespace": SLURM_NAMESPACE},
+                spec=scaled_object_spec(pname, self._args.config),
+                opts=pulumi.ResourceOptions(parent=self, provider=self._args.provider,
+                                            depends_on=[self._keda, self.metrics, nodeset]))

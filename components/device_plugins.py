@@ -1,0 +1,116 @@
+"""Device plugins: they tell the kubelet how many GPUs (`nvidia.com/gpu`), Trainium devices
+(`aws.amazon.com/neuron`) and EFA interfaces (`vpc.amazonaws.com/efa`) a node has, so slurmd pods can request
+them. Each plugin is installed only when some partition has that hardware, and runs only on the nodes that
+carry it: the labels and taints come from `components.scheduling`, the same source as the NodePools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import config as cfg
+from components.catalog import AcceleratorKind, InstanceType, lookup
+from components.scheduling import (
+    NEURON_PRESENT_LABEL,
+    NVIDIA_PRESENT_LABEL,
+    PARTITION_LABEL,
+    accelerator_tolerations,
+    node_taints,
+    tolerations_for,
+)
+
+NAMESPACE = "kube-system"
+
+
+@dataclass(frozen=True)
+class Chart:
+    release: str
+    chart: str
+    version: str
+    repo: str | None = None  # None: `chart` is an oci:// reference
+
+
+# Pinned: a plugin upgrade restarts its DaemonSet on every accelerator node, so it happens only by review.
+NVIDIA = Chart("nvidia-device-plugin", "nvidia-device-plugin", "0.19.3", "https://nvidia.github.io/k8s-device-plugin")
+EFA = Chart("aws-efa-k8s-device-plugin", "aws-efa-k8s-device-plugin", "v0.5.20", "https://aws.github.io/eks-charts")
+NEURON = Chart("neuron-device-plugin", "oci://public.ecr.aws/neuron/neuron-helm-chart", "1.9.0")
+
+
+def _instances(partitions: Mapping[str, cfg.Partition], kind: AcceleratorKind) -> list[InstanceType]:
+    return [it for p in partitions.values() for it in map(lookup, p.instance_types) if it.accelerator == kind]
+
+
+def _tolerations(instances: list[InstanceType]) -> list[dict[str, Any]]:
+    """Tolerate exactly the taints these nodes carry."""
+    taints = {(t["key"], t["value"], t["effect"]): t for it in instances for t in node_taints(it)}
+    return tolerations_for([taints[k] for k in sorted(taints)])
+
+
+def _only_on(label: str, values: list[str]) -> dict[str, Any]:
+    """Node affinity that replaces a chart's default selection (lists in Helm values replace, not merge)."""
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": label, "operator": "In", "values": values}]}]}}}
+
+
+def nvidia_values(partitions: Mapping[str, cfg.Partition]) -> dict[str, Any] | None:
+    gpus = _instances(partitions, "nvidia")
+    if not gpus:
+        return None
+    return {"affinity": _only_on(NVIDIA_PRESENT_LABEL, ["true"]), "tolerations": _tolerations(gpus)}
+
+
+def efa_values(partitions: Mapping[str, cfg.Partition]) -> dict[str, Any] | None:
+    efa = sorted(name for name, p in partitions.items() if p.efa)
+    if not efa:
+        return None
+    # The chart ORs one term per key over the same values; keyed on the partition label instead of its
+    # built-in instance-type list, it runs exactly where Karpenter attaches EFA interfaces. Those nodes are
+    # GPU or Trainium nodes, so it tolerates every accelerator taint.
+    return {"supportedInstanceLabels": {"keys": [PARTITION_LABEL], "values": efa},
+            "tolerations": accelerator_tolerations()}
+
+
+def neuron_values(partitions: Mapping[str, cfg.Partition]) -> dict[str, Any] | None:
+    chips = _instances(partitions, "neuron")
+    if not chips:
+        return None
+    return {
+        "devicePlugin": {"affinity": _only_on(NEURON_PRESENT_LABEL, ["true"]), "tolerations": _tolerations(chips)},
+        # A slurmd pod takes every device of its node, so the scheduler extension (contiguous core
+        # placement for pods sharing a node) has nothing to do; node problem detection is out of scope here.
+        "scheduler": {"enabled": False},
+        "npd": {"enabled": False},
+    }
+
+
+def plugin_values(partitions: Mapping[str, cfg.Partition]) -> dict[Chart, dict[str, Any]]:
+    """The plugins these partitions need, each with its chart values."""
+    wanted = {NVIDIA: nvidia_values(partitions), EFA: efa_values(partitions), NEURON: neuron_values(partitions)}
+    return {chart: values for chart, values in wanted.items() if values is not None}
+
+
+@dataclass(frozen=True)
+class DevicePluginsArgs:
+    partitions: Mapping[str, cfg.Partition]
+    provider: k8s.Provider
+
+
+class DevicePlugins(pulumi.ComponentResource):
+    releases: dict[str, k8s.helm.v3.Release]
+
+    def __init__(self, name: str, args: DevicePluginsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("slurm-eks:index:DevicePlugins", name, None, opts)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        self.releases = {
+            chart.release: k8s.helm.v3.Release(
+                f"{name}-{chart.release}", name=chart.release, chart=chart.chart, version=chart.version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo) if chart.repo else None,
+                namespace=NAMESPACE, values=values, opts=k8s_opts)
+            for chart, values in plugin_values(args.partitions).items()
+        }
+        self.register_outputs({"releases": sorted(self.releases)})

@@ -1,0 +1,5 @@
+"""Names several components agree on."""
+
+SLURM_NAMESPACE = "slurm"
+SHARED_PVC = "fsx-shared"  # the RWX claim on FSx for Lustre, in SLURM_NAMESPACE
+SHARED_MOUNT = "/shared"  # where login and compute pods mount it

@@ -1,0 +1,53 @@
+"""Every Helm chart the Slurm side installs, pinned, and one way to install them on the system nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.cluster import SYSTEM_LABEL, SYSTEM_NODE_SELECTOR
+
+
+@dataclass(frozen=True)
+class Chart:
+    chart: str  # a name in `repo`, or an oci:// reference
+    version: str
+    namespace: str
+    repo: str | None = None
+
+
+SLINKY_CHARTS = "oci://ghcr.io/slinkyproject/charts"
+CERT_MANAGER = Chart("cert-manager", "v1.21.1", "cert-manager", "https://charts.jetstack.io")
+SLURM_OPERATOR_CRDS = Chart(f"{SLINKY_CHARTS}/slurm-operator-crds", "1.2.1", "slinky")
+SLURM_OPERATOR = Chart(f"{SLINKY_CHARTS}/slurm-operator", "1.2.1", "slinky")
+MARIADB_OPERATOR_CRDS = Chart("mariadb-operator-crds", "26.6.0", "mariadb-operator",
+                              "https://helm.mariadb.com/mariadb-operator")
+MARIADB_OPERATOR = Chart("mariadb-operator", "26.6.0", "mariadb-operator", "https://helm.mariadb.com/mariadb-operator")
+KEDA = Chart("keda", "2.20.2", "keda", "https://kedacore.github.io/charts")
+# Ships prometheus-operator v0.93.0, the ServiceMonitor CRD version in ../shared/crds/prometheus-operator.
+KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "88.2.0", "monitoring",
+                              "https://prometheus-community.github.io/helm-charts")
+
+# For charts that take affinity but no nodeSelector (slurm-operator).
+SYSTEM_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": SYSTEM_LABEL, "operator": "In", "values": [SYSTEM_NODE_SELECTOR[SYSTEM_LABEL]]}]}]}}}
+
+
+def release(name: str, chart: Chart, values: dict[str, Any], provider: k8s.Provider, parent: pulumi.Resource,
+            depends_on: list[pulumi.Resource] | None = None) -> k8s.helm.v3.Release:
+    """A Release that Pulumi waits on until its workloads are ready (so dependants see working webhooks)."""
+    return k8s.helm.v3.Release(
+        name,
+        name=name,
+        chart=chart.chart,
+        version=chart.version,
+        namespace=chart.namespace,
+        create_namespace=True,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo) if chart.repo else None,
+        values=values,
+        skip_await=False,
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on or []),
+    )

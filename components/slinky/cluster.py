@@ -1,0 +1,107 @@
+"""`SlurmCluster`: the Slurm cluster as Slinky objects in the `slurm` namespace.
+
+Controller (slurmctld) with persistent save-state, Accounting (slurmdbd) on a real MariaDB, RestApi
+(slurmrestd), a LoginSet behind an NLB, and one NodeSet (slurmd) per partition. The Slurm key and JWT key
+are random, generated once, and live only in Kubernetes Secrets (secret in Pulumi's state too).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+from components.accounting_db import AccountingDatabase, AccountingDatabaseArgs
+from components.config import ClusterConfig
+from components.names import SLURM_NAMESPACE
+from components.scheduling import partition_instance
+from components.slinky import slurm_conf, specs
+from components.slinky.state_storage import StateStorage
+
+PARTITIONS_CONFIG_MAP = "slurm-eks-partitions"
+
+
+@dataclass(frozen=True)
+class SlurmClusterArgs:
+    config: ClusterConfig
+    cluster_name: str
+    provider: k8s.Provider
+    operator: pulumi.Resource  # Slinky's webhooks must be serving before its objects are created
+    storage: StateStorage
+    vpc_id: pulumi.Input[str]
+    vpc_cidr: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[list[str]]
+    cluster_security_group_id: pulumi.Input[str]
+    depends_on: list[pulumi.Resource]  # e.g. the Prometheus CRDs the Controller's ServiceMonitor needs
+
+
+class SlurmCluster(pulumi.ComponentResource):
+    """`namespace` is the `slurm` Namespace (the shared FSx claim goes there too); `nodesets` maps each
+    partition to its NodeSet, the target its autoscaler scales."""
+
+    namespace: k8s.core.v1.Namespace
+    nodesets: dict[str, k8s.apiextensions.CustomResource]
+
+    def __init__(self, name: str, args: SlurmClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("slurm-eks:index:SlurmCluster", name, None, opts)
+        c = args.config
+        self._provider = args.provider
+        self.namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": SLURM_NAMESPACE},
+                                               opts=pulumi.ResourceOptions(parent=self, provider=args.provider))
+        base: list[pulumi.Resource] = [self.namespace]
+        auth = [self._random_secret(f"{name}-slurm-key", specs.SLURM_KEY, 1024, base),
+                self._random_secret(f"{name}-jwt-key", specs.JWT_KEY, 128, base)]
+        sssd = self._object(f"{name}-sssd", k8s.core.v1.Secret, specs.SSSD.name, base,
+                            string_data={specs.SSSD.key: specs.SSSD_CONF})
+        instances = {pname: partition_instance(p) for pname, p in c.partitions.items()}
+        files = slurm_conf.config_files(instances)
+        config_maps = [self._object(f"{name}-{cm}", k8s.core.v1.ConfigMap, cm, base, data=data)
+                       for cm, data in files.items()]
+        partitions = self._object(f"{name}-partitions", k8s.core.v1.ConfigMap, PARTITIONS_CONFIG_MAP, base,
+                                  data={"partitions.json": json.dumps(specs.partitions_document(c), indent=2,
+                                                                      sort_keys=True)})
+
+        db = AccountingDatabase(f"{name}-db", AccountingDatabaseArgs(
+            c.slurm.accounting, args.cluster_name, SLURM_NAMESPACE, args.provider, args.vpc_id,
+            args.private_subnet_ids, args.cluster_security_group_id, args.storage.storage_class, base),
+            pulumi.ResourceOptions(parent=self))
+        ready = [args.operator, *args.depends_on, *auth]
+        accounting = self._slinky(f"{name}-accounting", "Accounting", specs.CONTROLLER,
+                                  specs.accounting_spec(c, db.database), [*ready, *db.ready])
+        controller = self._slinky(
+            f"{name}-controller", "Controller", specs.CONTROLLER,
+            specs.controller_spec(c, args.cluster_name, args.storage.storage_class, list(files)),
+            [*ready, *config_maps, accounting])
+        members = [*ready, controller]
+        self._slinky(f"{name}-restapi", "RestApi", specs.CONTROLLER, specs.restapi_spec(c), members)
+        self._slinky(f"{name}-login", "LoginSet", specs.CONTROLLER,
+                     specs.loginset_spec(c, args.vpc_cidr, PARTITIONS_CONFIG_MAP), [*members, sssd, partitions])
+        # The autoscaler owns replicas once the NodeSet exists; a later `pulumi up` must not reset them.
+        self.nodesets = {
+            pname: self._slinky(f"{name}-nodeset-{pname}", "NodeSet", pname, specs.nodeset_spec(pname, c), members,
+                                ignore_changes=["spec.replicas"])
+            for pname in c.partitions}
+        self.register_outputs({"namespace": SLURM_NAMESPACE, "nodesets": list(self.nodesets)})
+
+    def _object(self, name: str, kind: Any, object_name: str, depends_on: list[pulumi.Resource],
+                **fields: Any) -> Any:
+        return kind(name, metadata={"name": object_name, "namespace": SLURM_NAMESPACE}, **fields,
+                    opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=depends_on))
+
+    def _random_secret(self, name: str, key: specs.SecretKey, length: int,
+                       depends_on: list[pulumi.Resource]) -> k8s.core.v1.Secret:
+        value = random.RandomPassword(name, length=length, special=False, opts=pulumi.ResourceOptions(parent=self))
+        return self._object(name, k8s.core.v1.Secret, key.name, depends_on, string_data={key.key: value.result})
+
+    def _slinky(self, name: str, kind: str, object_name: str, spec: dict[str, Any],
+                depends_on: list[pulumi.Resource], ignore_changes: list[str] | None = None
+                ) -> k8s.apiextensions.CustomResource:
+        return k8s.apiextensions.CustomResource(
+            name, api_version=specs.API_VERSION, kind=kind,
+            metadata={"name": object_name, "namespace": SLURM_NAMESPACE}, spec=spec,
+            opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=depends_on,
+                                        ignore_changes=ignore_changes))

@@ -1,0 +1,56 @@
+"""Images: Slinky's pyxis variants of Slurm 25.11 by default, and every override reaching the objects."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from components.slinky.images import TRAINING_IMAGES
+from scripts.plan_model import Plan
+from tests.plan.fixtures import shipped_plan
+from tests.slinky.helpers import objects, plan_of, variant
+
+CONTAINERS = {"Controller": "slurmctld", "Accounting": "slurmdbd", "RestApi": "slurmrestd", "LoginSet": "login",
+              "NodeSet": "slurmd"}
+
+
+def _images(plan: Plan) -> dict[str, set[str]]:
+    return {kind: {doc["spec"][c]["image"] for doc in objects(plan, kind).values()} for kind, c in CONTAINERS.items()}
+
+
+def test_default_images_are_slinky_pyxis_on_slurm_25_11() -> None:
+    repo = "ghcr.io/slinkyproject"
+    assert _images(shipped_plan("prod")) == {
+        "Controller": {f"{repo}/slurmctld:25.11-ubuntu24.04"},
+        "Accounting": {f"{repo}/slurmdbd:25.11-ubuntu24.04"},
+        "RestApi": {f"{repo}/slurmrestd:25.11-ubuntu24.04"},
+        "LoginSet": {f"{repo}/login-pyxis:25.11-ubuntu24.04"},
+        "NodeSet": {f"{repo}/slurmd-pyxis:25.11-ubuntu24.04"},
+    }
+    plugstack = objects(shipped_plan("prod"), "ConfigMap")["slurm-plugstack"]["data"]["plugstack.conf"]
+    assert plugstack == "include /usr/share/pyxis/*\n"
+
+
+def test_partitions_file_on_the_login_pod_names_each_training_image() -> None:
+    data = objects(shipped_plan("prod"), "ConfigMap")["slurm-eks-partitions"]["data"]["partitions.json"]
+    partitions = json.loads(data)
+    assert {n: p["image"] for n, p in partitions.items()} == {
+        "gpu-h100": TRAINING_IMAGES["nvidia"], "gpu-a100": TRAINING_IMAGES["nvidia"],
+        "trainium": TRAINING_IMAGES["neuron"]}
+    assert partitions["gpu-h100"]["default"] is True and partitions["trainium"]["acceleratorsPerNode"] == 16
+
+
+def test_version_images_and_partition_image_override(tmp_path: Path) -> None:
+    def change(raw: dict[str, Any]) -> None:
+        raw["slurm"]["version"] = "25.11.6"
+        raw["slurm"]["images"] = {"slurmd": "123456789012.dkr.ecr.us-west-2.amazonaws.com/slurmd-efa:25.11.6-1"}
+        raw["partitions"]["trainium"]["image"] = "123456789012.dkr.ecr.us-west-2.amazonaws.com/neuron:2.27.1"
+
+    plan = plan_of(variant("prod", change), tmp_path)
+    images = _images(plan)
+    assert images["Controller"] == {"ghcr.io/slinkyproject/slurmctld:25.11.6-ubuntu24.04"}
+    assert images["NodeSet"] == {"123456789012.dkr.ecr.us-west-2.amazonaws.com/slurmd-efa:25.11.6-1"}
+    partitions = json.loads(objects(plan, "ConfigMap")["slurm-eks-partitions"]["data"]["partitions.json"])
+    assert partitions["trainium"]["image"] == "123456789012.dkr.ecr.us-west-2.amazonaws.com/neuron:2.27.1"
+    assert partitions["gpu-h100"]["image"] == TRAINING_IMAGES["nvidia"]

@@ -1,0 +1,76 @@
+"""Every object the Slurm side puts in the plan is one the API server accepts: CRs against the real CRDs
+(strict: unknown fields and CEL rules), built-in kinds against Kubernetes' schemas, and the pod and Service
+templates Slinky keeps opaque validated as the Pods and Services they become."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scripts.manifest_schema import SchemaRegistry, validate_manifest
+from scripts.plan_model import Plan
+from tests.plan.fixtures import shipped_plan
+from tests.slinky.helpers import objects, plan_of, trainium_only, variant
+
+GROUPS = ("slinky.slurm.net/", "keda.sh/", "cert-manager.io/", "k8s.mariadb.com/", "monitoring.coreos.com/")
+CONTAINERS = {"NodeSet": "slurmd", "LoginSet": "login", "Controller": "slurmctld", "Accounting": "slurmdbd",
+              "RestApi": "slurmrestd"}
+
+
+@pytest.fixture(scope="module")
+def registry(crds_dir: Path) -> SchemaRegistry:
+    return SchemaRegistry.from_crd_dirs([crds_dir])
+
+
+@pytest.fixture(scope="module", params=["dev", "prod", "trainium-only"])
+def plan(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Plan:
+    if request.param == "trainium-only":
+        return plan_of(variant("prod", trainium_only), tmp_path_factory.mktemp("trn"))
+    return shipped_plan(request.param)
+
+
+def _ours(doc: dict[str, Any]) -> bool:
+    return doc["apiVersion"].startswith(GROUPS) or doc["metadata"].get("namespace") == "slurm" or \
+        doc["kind"] in ("StorageClass", "Namespace")
+
+
+def test_every_slurm_side_object_is_accepted(plan: Plan, registry: SchemaRegistry) -> None:
+    docs = [d for d in plan.manifests() if _ours(d)]
+    kinds = {d["kind"] for d in docs}
+    assert {"Controller", "Accounting", "RestApi", "LoginSet", "NodeSet", "ScaledObject", "Secret"} <= kinds
+    problems = [str(p) for doc in docs for p in validate_manifest(doc, registry)]
+    assert problems == []
+
+
+def test_the_validator_would_catch_a_misplaced_field(plan: Plan, registry: SchemaRegistry) -> None:
+    nodeset = next(iter(objects(plan, "NodeSet").values()))
+    wrong = {**nodeset, "spec": {**nodeset["spec"], "volumes": nodeset["spec"]["template"]["spec"]["volumes"]}}
+    assert any("volumes" in p.path for p in validate_manifest(wrong, registry))
+
+
+def _as_pod(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
+    spec = doc["spec"]
+    container = {"name": CONTAINERS[kind], **spec[CONTAINERS[kind]]}
+    pod_spec = {**spec["template"]["spec"], "containers": [container]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": doc["metadata"]["name"]}, "spec": pod_spec}
+
+
+@pytest.mark.parametrize("kind", sorted(CONTAINERS))
+def test_pod_templates_are_valid_pods_and_mount_only_their_volumes(plan: Plan, registry: SchemaRegistry,
+                                                                   kind: str) -> None:
+    for doc in objects(plan, kind).values():
+        pod = _as_pod(kind, doc)
+        assert [str(p) for p in validate_manifest(pod, registry)] == []
+        volumes = {v["name"] for v in pod["spec"].get("volumes", [])}
+        mounts = {m["name"] for m in pod["spec"]["containers"][0].get("volumeMounts", [])}
+        assert mounts <= volumes, f"{kind}/{doc['metadata']['name']} mounts undeclared volumes {mounts - volumes}"
+
+
+def test_login_service_template_is_a_valid_service(plan: Plan, registry: SchemaRegistry) -> None:
+    (login,) = objects(plan, "LoginSet").values()
+    service = login["spec"]["service"]
+    doc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "login", **service["metadata"]},
+           "spec": {**service["spec"], "ports": [{"port": service["port"], "name": "ssh"}]}}
+    assert [str(p) for p in validate_manifest(doc, registry)] == []
