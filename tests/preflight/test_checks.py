@@ -1,0 +1,208 @@
+"""Each preflight check against moto (the real boto3 client on a fake account), or, where moto does not
+implement the API (capacity reservations, EKS versions), against botocore's Stubber, which rejects
+responses that do not fit the service model."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.stub import Stubber
+
+from components.config import ClusterConfig
+from components.validation import parse_cluster_config
+from scripts.preflight import AwsUnavailable, CheckResult, failed, run_checks
+from scripts.preflight_checks import (
+    CHECKS,
+    QUOTAS,
+    check_efa,
+    check_kubernetes_version,
+    check_offerings,
+    check_quotas,
+    reservation_result,
+    vcpu_demand,
+    vcpu_quota,
+)
+from tests.config.helpers import raw_config
+from tests.preflight.conftest import REGION
+
+
+def only(results: Iterable[CheckResult], subject: str) -> CheckResult:
+    [match] = [r for r in results if subject in r.subject]
+    return match
+
+
+def test_prod_passes_on_a_prepared_account(prod_account: dict, session: boto3.Session, prod: ClusterConfig) -> None:
+    results = run_checks(session, prod, CHECKS)
+    assert not failed(results), [r for r in results if r.status == "fail"]
+    passed = {r.check for r in results if r.status == "pass"}
+    assert passed == {"instance-offerings", "efa", "vcpu-quota", "s3-buckets"}
+    assert only(results, "Running On-Demand P instances").detail.startswith("quota 3072 vCPUs; maxNodes needs 3072")
+    # moto has no DescribeClusterVersions: that check says so instead of crashing
+    [version] = [r for r in results if r.check == "kubernetes-version"]
+    assert version.status == "warn" and "DescribeClusterVersions" in version.detail
+
+
+def test_zero_p_quota_fails_naming_the_increase(prod_account: dict, session: boto3.Session,
+                                                prod: ClusterConfig) -> None:
+    prod_account["L-417A185B"] = 0
+    result = only(check_quotas(session, prod), "L-417A185B")
+    assert result.status == "fail"
+    assert result.detail == "quota 0 vCPUs; maxNodes needs 3072 (gpu-h100 1536, gpu-a100 1536)"
+    assert "request-service-quota-increase --service-code ec2 --quota-code L-417A185B --desired-value 3072" \
+           " --region us-west-2" in result.fix
+    assert only(check_quotas(session, prod), "L-2C3B7624").status == "pass"
+
+
+def test_spot_partitions_count_against_the_spot_quota() -> None:
+    dev = parse_cluster_config(raw_config("dev"))[0]
+    assert vcpu_demand(dev) == {QUOTAS["G and VT", True]: {"gpu": 2 * 48}}
+
+
+def test_quota_without_applied_value_falls_back_to_the_aws_default() -> None:
+    client = boto3.client("service-quotas", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y")
+    with Stubber(client) as stub:
+        stub.add_client_error("get_service_quota", "NoSuchResourceException")
+        stub.add_response("get_aws_default_service_quota", {"Quota": {"QuotaCode": "L-417A185B", "Value": 0.0}},
+                          {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"})
+        assert vcpu_quota(client, "L-417A185B") == 0
+
+
+@pytest.mark.parametrize(("bucket_region", "detail"), [
+    (None, "bucket does not exist"),
+    ("eu-west-1", "bucket is in eu-west-1, the stack in us-west-2"),
+])
+def test_fsx_bucket_missing_or_elsewhere_fails(quotas: dict, session: boto3.Session, prod: ClusterConfig,
+                                              bucket_region: str | None, detail: str) -> None:
+    if bucket_region:
+        boto3.client("s3", region_name=bucket_region).create_bucket(
+            Bucket="ml-data", CreateBucketConfiguration={"LocationConstraint": bucket_region})
+    [result] = [r for r in run_checks(session, prod, CHECKS) if r.check == "s3-buckets"]
+    assert (result.subject, result.status, result.detail) == ("s3://ml-data", "fail", detail)
+    assert "us-west-2" in result.fix
+
+
+def test_trn1_not_offered_in_the_efa_zone_fails_naming_zones(aws: None, session: boto3.Session,
+                                                             prod: ClusterConfig) -> None:
+    """moto's own offerings: trn1.32xlarge in us-west-2b and 2d only, trn1n in 2d only, p4de not in 2d."""
+    results = list(check_offerings(session, prod))
+    trn1 = only(results, "trainium: trn1.32xlarge")
+    assert trn1.status == "fail"
+    assert trn1.detail == "not offered in us-west-2a (network.efaAvailabilityZone); offered in us-west-2b, us-west-2d"
+    assert trn1.fix == "no zone offers every EFA partition's types: drop trn1.32xlarge from the partition"
+    assert only(results, "gpu-h100: p5.48xlarge").status == "pass"
+
+    raw = raw_config("prod")  # without trn1n and p4de, us-west-2b and 2d offer every EFA type
+    raw["partitions"]["trainium"]["instanceTypes"] = ["trn1.32xlarge"]
+    raw["partitions"]["gpu-a100"]["instanceTypes"] = ["p4d.24xlarge"]
+    fewer = list(check_offerings(session, parse_cluster_config(raw)[0]))
+    fix = only(fewer, "trn1.32xlarge").fix
+    assert fix.startswith("set network.efaAvailabilityZone to one of us-west-2b, us-west-2d ")
+
+
+def test_existing_vpc_zones_come_from_its_subnets(aws: None, session: boto3.Session) -> None:
+    ec2 = session.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.9.{i}.0/24", AvailabilityZone=zone)["Subnet"]["SubnetId"]
+               for i, zone in enumerate(("us-west-2c", "us-west-2d"))]
+    raw = raw_config("dev")
+    raw["network"] = {"vpcId": vpc, "privateSubnetIds": subnets}
+    g5 = only(check_offerings(session, parse_cluster_config(raw)[0]), "gpu: g5.12xlarge")
+    assert (g5.status, g5.detail) == ("warn", "not offered in us-west-2d; launches only in us-west-2c")
+
+
+def test_efa_passes_for_p5_and_fails_without_efa(aws: None, session: boto3.Session) -> None:
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-a100"]["instanceTypes"] = ["g5.xlarge"]  # structure only: validation would refuse
+    results = list(check_efa(session, ClusterConfig.model_validate(raw)))
+    p5 = only(results, "p5.48xlarge")
+    assert (p5.status, p5.detail) == ("pass", "32 EFA interfaces, as the catalog expects")
+    g5 = only(results, "g5.xlarge")
+    assert (g5.status, g5.detail) == ("fail", "g5.xlarge does not support EFA")
+    assert "efa: false" in g5.fix
+    assert only(results, "trn1n.32xlarge").status == "pass"
+
+
+def _reservation(**changes: object) -> dict:
+    return {"CapacityReservationId": "cr-0123456789abcdef0", "InstanceType": "p5.48xlarge",
+            "AvailabilityZone": "us-west-2a", "State": "active", "TotalInstanceCount": 8,
+            "AvailableInstanceCount": 6, **changes}
+
+
+@pytest.mark.parametrize(("found", "status", "fix"), [
+    ([_reservation()], "pass", ""),
+    ([_reservation(AvailabilityZone="us-west-2b")], "fail", "the partition launches only in us-west-2a"),
+    ([_reservation(InstanceType="p4d.24xlarge")], "fail", "list a reservation for p5.48xlarge"),
+    ([_reservation(State="scheduled")], "warn", "nodes launch into it once it is active"),
+    ([_reservation(State="expired")], "fail", "list an active reservation"),
+    ([], "fail", "check the ID"),
+])
+def test_capacity_reservation(prod: ClusterConfig, found: list, status: str, fix: str) -> None:
+    ec2 = boto3.client("ec2", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y")
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_capacity_reservations", {"CapacityReservations": found},
+                          {"CapacityReservationIds": ["cr-0123456789abcdef0"]})
+        result = reservation_result(ec2, "cr-0123456789abcdef0", "gpu-h100", prod.partitions["gpu-h100"],
+                                    ["us-west-2a"], REGION)
+    assert (result.status, result.subject) == (status, "partition gpu-h100: cr-0123456789abcdef0")
+    assert result.fix.startswith(fix)
+    if found:
+        cr = found[0]
+        assert result.detail == f"{cr['InstanceType']} in {cr['AvailabilityZone']}: 6 of 8 available, {cr['State']}"
+
+
+def test_missing_capacity_reservation_error_fails(prod: ClusterConfig) -> None:
+    ec2 = boto3.client("ec2", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y")
+    with Stubber(ec2) as stub:
+        stub.add_client_error("describe_capacity_reservations", "InvalidCapacityReservationId.NotFound")
+        result = reservation_result(ec2, "cr-0123456789abcdef0", "gpu-h100", prod.partitions["gpu-h100"],
+                                    ["us-west-2a"], REGION)
+    assert (result.status, result.detail) == ("fail", "no such capacity reservation in us-west-2")
+
+
+@pytest.mark.parametrize(("version", "status", "text"), [
+    ("1.33", "pass", "standard support until 2026-07-29"),
+    ("1.30", "warn", "extended support, at an extra hourly charge until 2026-07-23"),
+    ("1.29", "fail", "EKS in us-west-2 does not offer 1.29"),
+])
+def test_kubernetes_version(monkeypatch: pytest.MonkeyPatch, version: str, status: str, text: str) -> None:
+    session = boto3.Session(region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y")
+    eks = session.client("eks")
+    monkeypatch.setattr(session, "client", lambda name: eks)
+    raw = raw_config("prod")
+    raw["kubernetesVersion"] = version
+    versions = [
+        {"clusterVersion": "1.30", "versionStatus": "EXTENDED_SUPPORT",
+         "endOfExtendedSupportDate": dt.datetime(2026, 7, 23, tzinfo=dt.UTC)},
+        {"clusterVersion": "1.33", "versionStatus": "STANDARD_SUPPORT",
+         "endOfStandardSupportDate": dt.datetime(2026, 7, 29, tzinfo=dt.UTC)},
+        {"clusterVersion": "1.32", "versionStatus": "STANDARD_SUPPORT"},
+    ]
+    with Stubber(eks) as stub:
+        stub.add_response("describe_cluster_versions", {"clusterVersions": versions}, {})
+        [result] = check_kubernetes_version(session, parse_cluster_config(raw)[0])
+    assert (result.status, result.detail) == (status, text)
+    if status != "pass":
+        assert result.fix.endswith("1.32, 1.33")
+
+
+def test_an_api_error_becomes_a_warning_and_keeps_earlier_answers(session: boto3.Session,
+                                                                  prod: ClusterConfig) -> None:
+    def refused(session: boto3.Session, config: ClusterConfig) -> Iterable[CheckResult]:
+        yield CheckResult("quota", "first", "pass", "answered")
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "GetServiceQuota")
+
+    results = run_checks(session, prod, {"quota": refused})
+    assert [r.status for r in results] == ["pass", "warn"]
+    assert "allow GetServiceQuota" in results[1].fix
+
+
+def test_an_unreachable_endpoint_stops_the_run(session: boto3.Session, prod: ClusterConfig) -> None:
+    def unreachable(session: boto3.Session, config: ClusterConfig) -> Iterable[CheckResult]:
+        raise EndpointConnectionError(endpoint_url="https://ec2.us-west-2.amazonaws.com")
+
+    with pytest.raises(AwsUnavailable, match=r"ec2\.us-west-2\.amazonaws\.com"):
+        run_checks(session, prod, {"offerings": unreachable})
