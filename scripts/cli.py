@@ -13,6 +13,7 @@ from rich.tree import Tree
 
 from components.problems import ConfigError, Problem
 from components.stackfile import STACKS_DIR, load_stack
+from scripts.cli_policy import policy
 from scripts.cli_preflight import preflight
 from scripts.cli_slurm import job_app, local_app
 from scripts.diff import diff_plans, render_markdown, render_text
@@ -23,6 +24,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.command()(preflight)
+app.command()(policy)
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 

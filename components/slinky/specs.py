@@ -11,7 +11,7 @@ import pulumi
 
 from components.cluster import SYSTEM_NODE_SELECTOR
 from components.config import ClusterConfig
-from components.names import SHARED_MOUNT, SHARED_PVC
+from components.names import ALLOW_PUBLIC_SSH_ANNOTATION, SHARED_MOUNT, SHARED_PVC
 from components.scheduling import (
     device_requests,
     node_labels,
@@ -136,6 +136,8 @@ def login_service(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> dict[st
     if not ranges:  # nobody named from outside: an internal NLB, reachable from the VPC only
         annotations[NLB_INTERNAL] = "true"
         ranges = [vpc_cidr]
+    if config.slurm.login.allow_public_ssh:
+        annotations[ALLOW_PUBLIC_SSH_ANNOTATION] = "true"
     return {"metadata": {"annotations": annotations}, "port": 22,
             "spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": ranges}}
 

@@ -1,0 +1,95 @@
+"""What a rule sees and what it reports, the same offline (the plan) and online (`pulumi preview`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+# A value only known after deploy. The offline plan writes this marker, and the online pack maps
+# preview's unknowns to it: rules never report what they cannot see (`pulumi up` checks again, known).
+UNKNOWN = "[unknown]"
+
+
+class Resource(Protocol):
+    """A planned resource: scripts.plan_model.PlannedResource offline, pack.PreviewResource online."""
+
+    @property
+    def urn(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def inputs(self) -> Mapping[str, Any]: ...
+    @property
+    def dependencies(self) -> Sequence[str]: ...
+
+
+class Enforcement(StrEnum):
+    mandatory = "mandatory"  # blocks `pulumi preview/up`; `slurm-eks policy` exits 1
+    advisory = "advisory"  # reported only
+
+
+ResourceCheck = Callable[[str, Mapping[str, Any]], list[str]]
+"""(resource type, inputs) -> one message per problem."""
+StackCheck = Callable[[Sequence[Resource]], list[tuple[str, str]]]
+"""all resources -> (urn, message) per problem, for rules that relate resources to each other."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResourceRule:
+    name: str
+    description: str
+    fix: str
+    types: frozenset[str]
+    check: ResourceCheck
+    enforcement: Enforcement = Enforcement.mandatory
+
+    def evaluate(self, resource: Resource) -> list[Violation]:
+        if resource.type not in self.types:
+            return []
+        return [Violation(self, resource.urn, m) for m in self.check(resource.type, resource.inputs)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StackRule:
+    name: str
+    description: str
+    fix: str
+    check: StackCheck
+    enforcement: Enforcement = Enforcement.mandatory
+
+    def evaluate(self, resources: Sequence[Resource]) -> list[Violation]:
+        return [Violation(self, urn, m) for urn, m in self.check(resources)]
+
+
+Rule = ResourceRule | StackRule
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: Rule
+    urn: str
+    message: str
+
+
+def dig(value: Any, *path: str) -> Any:
+    """value[path[0]][path[1]]..., or None where a level is missing or not an object."""
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def items(value: Any) -> list[Any]:
+    """A list input as a list: missing or unknown -> []."""
+    return list(value) if isinstance(value, Sequence) and not isinstance(value, str) else []
+
+
+def enabled(value: Any) -> bool:
+    """A flag that is on, or not known until deploy. Some provider schemas carry booleans as strings
+    (a launch template's `encrypted: "true"`)."""
+    return value is True or value in ("true", UNKNOWN)

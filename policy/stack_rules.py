@@ -1,0 +1,174 @@
+"""Rules that relate resources to each other: each a plain function (all resources) -> (urn, message)s.
+
+Resources are linked through their dependencies (URNs), which both the offline plan and `pulumi preview`
+know even while IDs are not yet known: a rule that attaches to a bucket or a security group depends on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from policy.model import UNKNOWN, Enforcement, Resource, StackRule, dig, items
+from policy.network import SECURITY_GROUP, ingress_of
+from policy.rules import FSX, NODE_POOL, RDS
+
+NODE_SET = "kubernetes:slinky.slurm.net/v1beta1:NodeSet"
+BUCKETS = frozenset({"aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"})
+PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+BUCKET_ENCRYPTION = frozenset({
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
+})
+BLOCK_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+PUBLIC_ACLS = frozenset({"public-read", "public-read-write", "authenticated-read"})
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+ZONE_KEYS = ("topology.kubernetes.io/zone", "topology.k8s.aws/zone-id")
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+CAPACITY_TYPES = frozenset({"on-demand", "spot", "reserved"})
+_GUARDED = {FSX: "FSx for Lustre", RDS: "the RDS database"}
+
+Finding = tuple[str, str]
+
+
+def storage_cluster_only(resources: Sequence[Resource]) -> list[Finding]:
+    groups = {r.urn for r in resources if r.type == SECURITY_GROUP}
+    guards: dict[str, str] = {}  # security group URN -> what it guards
+    for r in resources:
+        if r.type in _GUARDED:
+            guards.update((d, _GUARDED[r.type]) for d in r.dependencies if d in groups)
+    findings = []
+    for r in resources:
+        # A rule with an address source references no other group, so the group it depends on is its target.
+        targets = {r.urn} if r.type == SECURITY_GROUP else {d for d in r.dependencies if d in groups}
+        for guarded in sorted(targets & guards.keys()):
+            findings += [(r.urn, f"ingress from {', '.join(rule.sources)} reaches the security group of "
+                                 f"{guards[guarded]}: only security groups of the cluster may")
+                         for rule in ingress_of(r.type, r.inputs) if rule.sources]
+    return findings
+
+
+def _attached(resources: Sequence[Resource], types: frozenset[str], target: Resource) -> list[Resource]:
+    return [r for r in resources if r.type in types and target.urn in r.dependencies]
+
+
+def s3_public_access_blocked(resources: Sequence[Resource]) -> list[Finding]:
+    findings = []
+    for bucket in (r for r in resources if r.type in BUCKETS):
+        if bucket.inputs.get("acl") in PUBLIC_ACLS:
+            findings.append((bucket.urn, f"acl is {bucket.inputs['acl']}"))
+        blocks = _attached(resources, frozenset({PUBLIC_ACCESS_BLOCK}), bucket)
+        if not blocks:
+            findings.append((bucket.urn, "no BucketPublicAccessBlock: a bucket policy or ACL can make it public"))
+        for block in blocks:
+            off = [f for f in BLOCK_FLAGS if block.inputs.get(f) not in (True, "true", UNKNOWN)]
+            if off:
+                findings.append((block.urn, f"{', '.join(off)} not true on the bucket's public access block"))
+    return findings
+
+
+def s3_encrypted(resources: Sequence[Resource]) -> list[Finding]:
+    findings = []
+    for bucket in (r for r in resources if r.type in BUCKETS):
+        inline = dig(bucket.inputs, "serverSideEncryptionConfiguration", "rule", "applyServerSideEncryptionByDefault",
+                     "sseAlgorithm")
+        attached = [dig(rule, "applyServerSideEncryptionByDefault", "sseAlgorithm")
+                    for config in _attached(resources, BUCKET_ENCRYPTION, bucket)
+                    for rule in items(config.inputs.get("rules"))]
+        if not inline and not any(attached):
+            findings.append((bucket.urn, "no server-side encryption configuration: objects get S3's default "
+                                         "SSE-S3 at best, with no key this project controls"))
+    return findings
+
+
+def efa_node_pools(resources: Sequence[Resource]) -> list[Resource]:
+    """NodePools that a NodeSet asking for EFA interfaces can schedule onto (its nodeSelector matches)."""
+    pools = [r for r in resources if r.type == NODE_POOL]
+    selected: dict[str, Resource] = {}
+    for node_set in (r for r in resources if r.type == NODE_SET and _mentions(r.inputs.get("spec"), EFA_RESOURCE)):
+        selector = dig(node_set.inputs, "spec", "template", "spec", "nodeSelector") or {}
+        for pool in pools:
+            labels = dig(pool.inputs, "spec", "template", "metadata", "labels") or {}
+            if all(labels.get(k) == v for k, v in selector.items()):
+                selected[pool.urn] = pool
+    return list(selected.values())
+
+
+def _mentions(value: Any, key: str) -> bool:
+    """Whether `key` is a key anywhere in value: resource requests sit at different depths per workload."""
+    if isinstance(value, Mapping):
+        return key in value or any(_mentions(v, key) for v in value.values())
+    return any(_mentions(v, key) for v in items(value))
+
+
+def _requirement(pool: Resource, keys: Sequence[str]) -> Mapping[str, Any] | None:
+    return next((r for r in items(dig(pool.inputs, "spec", "template", "spec", "requirements"))
+                 if isinstance(r, Mapping) and r.get("key") in keys), None)
+
+
+def efa_single_zone(resources: Sequence[Resource]) -> list[Finding]:
+    findings = []
+    for pool in efa_node_pools(resources):
+        req = _requirement(pool, ZONE_KEYS)
+        values = items(req.get("values")) if req else []
+        if not (req and req.get("operator") == "In" and len(values) == 1):
+            where = f"{req.get('operator')} {values}" if req else "any zone"
+            findings.append((pool.urn, f"an EFA partition's nodes may land in {where}: EFA does not cross zones, "
+                                       "so a job spanning two would lose its fabric"))
+    return findings
+
+
+def efa_no_spot(resources: Sequence[Resource]) -> list[Finding]:
+    findings = []
+    for pool in efa_node_pools(resources):
+        if "spot" in _capacity_types(_requirement(pool, (CAPACITY_TYPE,))):
+            findings.append((pool.urn, "an EFA partition may launch spot nodes: one interruption kills the whole "
+                                       "multi-node job"))
+    return findings
+
+
+def _capacity_types(req: Mapping[str, Any] | None) -> frozenset[str]:
+    if req is None:
+        return frozenset({"on-demand"})  # Karpenter's default without a capacity-type requirement
+    values = frozenset(items(req.get("values")))
+    return {"In": values, "NotIn": CAPACITY_TYPES - values}.get(str(req.get("operator")), CAPACITY_TYPES)
+
+
+STORAGE_CLUSTER_ONLY = StackRule(
+    name="storage-cluster-only",
+    description="FSx and RDS are reachable only from the cluster: their security groups admit security groups, "
+                "never CIDR blocks or prefix lists.",
+    fix="replace the CIDR rule with one whose source is the cluster's security group (referencedSecurityGroupId)",
+    check=storage_cluster_only,
+)
+S3_PUBLIC_ACCESS_BLOCKED = StackRule(
+    name="s3-public-access-blocked",
+    description="S3 buckets are private: a public access block with all four settings on, no public ACL.",
+    fix="add an aws.s3.BucketPublicAccessBlock for the bucket with block_public_acls, block_public_policy, "
+        "ignore_public_acls and restrict_public_buckets all True",
+    check=s3_public_access_blocked,
+)
+S3_ENCRYPTED = StackRule(
+    name="s3-encrypted",
+    description="S3 buckets declare server-side encryption (advisory: S3 applies SSE-S3 to new objects anyway).",
+    fix="add an aws.s3.BucketServerSideEncryptionConfiguration with sse_algorithm aws:kms (or AES256)",
+    check=s3_encrypted,
+    enforcement=Enforcement.advisory,
+)
+EFA_SINGLE_ZONE = StackRule(
+    name="efa-single-zone",
+    description="EFA partitions keep their nodes in one availability zone.",
+    fix="set network.efaAvailabilityZone: the NodePool needs a topology.kubernetes.io/zone In requirement with "
+        "exactly one zone",
+    check=efa_single_zone,
+)
+EFA_NO_SPOT = StackRule(
+    name="efa-no-spot",
+    description="EFA partitions run on on-demand or reserved capacity, never spot.",
+    fix="set the partition's capacityType to on-demand or reserved (with capacityReservationIds)",
+    check=efa_no_spot,
+)
+
+STACK_RULES: tuple[StackRule, ...] = (
+    STORAGE_CLUSTER_ONLY, S3_PUBLIC_ACCESS_BLOCKED, S3_ENCRYPTED, EFA_SINGLE_ZONE, EFA_NO_SPOT,
+)

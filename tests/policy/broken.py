@@ -1,0 +1,224 @@
+"""Plans that break one rule each: a shipped plan with one resource mutated, or tiny hand-made resources.
+
+Each case returns the plan and the URN the rule must flag; tests/policy checks both the offline engine and
+the online pack against the same cases.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from scripts.plan_model import Plan, PlannedResource
+from tests.plan.fixtures import one, shipped_plan
+
+LT = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+SG = "aws:ec2/securityGroup:SecurityGroup"
+EKS = "eks:index:Cluster"
+RDS = "aws:rds/instance:Instance"
+BUCKET = "aws:s3/bucket:Bucket"
+PAB = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+ALL_BLOCKED = dict.fromkeys(("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"),
+                            True)
+
+
+def prod() -> Plan:
+    return copy.deepcopy(shipped_plan("prod"))
+
+
+def resource(type_: str, name: str, inputs: dict[str, Any], dependencies: tuple[str, ...] = ()) -> PlannedResource:
+    return PlannedResource(urn=f"urn:pulumi:test::slurm-eks::{type_}::{name}", type=type_, name=name, parent=None,
+                           provider=None, dependencies=list(dependencies), custom=True, protect=False,
+                           retain_on_delete=False, inputs=inputs)
+
+
+def hand_made(*resources: PlannedResource) -> Plan:
+    return Plan(stack="test", project="slurm-eks", resources=list(resources))
+
+
+@dataclass(frozen=True)
+class Case:
+    rule: str
+    what: str
+    make: Callable[[], tuple[Plan, str]]  # the broken plan, and the URN the rule must flag
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.what}"
+
+
+def _mutate(type_: str, name: str | None, change: Callable[[dict[str, Any]], Any]) -> Callable[[], tuple[Plan, str]]:
+    def make() -> tuple[Plan, str]:
+        plan = prod()
+        target = one(plan, type_, name)
+        change(target.inputs)
+        return plan, target.urn
+    return make
+
+
+def _login_service(inputs: dict[str, Any]) -> dict[str, Any]:
+    return inputs["spec"]["service"]
+
+
+def _open_login(inputs: dict[str, Any], ranges: list[str]) -> None:
+    service = _login_service(inputs)
+    service["metadata"]["annotations"].pop("service.beta.kubernetes.io/aws-load-balancer-internal", None)
+    service["spec"]["loadBalancerSourceRanges"] = ranges
+
+
+def _cidr_instead_of_group(inputs: dict[str, Any], cidr: str, port: int | None = None) -> None:
+    inputs.pop("referencedSecurityGroupId")
+    inputs["cidrIpv4"] = cidr
+    if port is not None:
+        inputs.update(fromPort=port, toPort=port)
+
+
+def _requirement(inputs: dict[str, Any], key: str) -> dict[str, Any]:
+    return next(r for r in inputs["spec"]["template"]["spec"]["requirements"] if r["key"] == key)
+
+
+def _world_ssh_rule() -> tuple[Plan, str]:
+    # A CIDR rule depends only on the group it opens (no referenced group any more): the plan says so too.
+    plan = prod()
+    rule = one(plan, INGRESS, "slurm-db-from-nodes")
+    _cidr_instead_of_group(rule.inputs, "0.0.0.0/0", port=22)
+    rule.dependencies = [d for d in rule.dependencies if d.endswith("::slurm-db-sg")]
+    return plan, rule.urn
+
+
+def _fsx_from_cidr() -> tuple[Plan, str]:
+    plan = prod()
+    rule = one(plan, INGRESS, "storage-fsx-nodes-988")
+    _cidr_instead_of_group(rule.inputs, "10.0.0.0/8")
+    rule.dependencies = [d for d in rule.dependencies if d.endswith("::storage-fsx")]
+    return plan, rule.urn
+
+
+def _fsx_inline_cidr() -> tuple[Plan, str]:
+    plan = prod()
+    group = one(plan, SG, "storage-fsx")
+    group.inputs["ingress"] = [{"protocol": "tcp", "fromPort": 988, "toPort": 988, "cidrBlocks": ["10.0.0.0/16"]}]
+    return plan, group.urn
+
+
+def _ssh_service() -> tuple[Plan, str]:
+    service = resource("kubernetes:core/v1:Service", "login", {"metadata": {"name": "login"}, "spec": {
+        "type": "LoadBalancer", "ports": [{"port": 22}], "loadBalancerSourceRanges": ["::/0"]}})
+    return hand_made(service), service.urn
+
+
+def _aws_eks_cluster_unencrypted() -> tuple[Plan, str]:
+    cluster = resource("aws:eks/cluster:Cluster", "eks-cluster", {
+        "vpcConfig": {"endpointPrivateAccess": True, "endpointPublicAccess": False},
+        "encryptionConfig": {"provider": {"keyArn": "arn:aws:kms:us-west-2:123456789012:key/x"},
+                             "resources": ["configmaps"]}})
+    return hand_made(cluster), cluster.urn
+
+
+def _bucket(**inputs: Any) -> PlannedResource:
+    return resource(BUCKET, "data", {"bucket": "ml-data", **inputs})
+
+
+def _bucket_without_block() -> tuple[Plan, str]:
+    bucket = _bucket()
+    return hand_made(bucket, resource(SSE, "data-sse", _sse("aws:kms"), (bucket.urn,))), bucket.urn
+
+
+def _block_with_policy_allowed() -> tuple[Plan, str]:
+    bucket = _bucket()
+    block = resource(PAB, "data-pab", {**ALL_BLOCKED, "blockPublicPolicy": False}, (bucket.urn,))
+    return hand_made(bucket, block), block.urn
+
+
+def _public_acl() -> tuple[Plan, str]:
+    bucket = _bucket(acl="public-read")
+    return hand_made(bucket, resource(PAB, "data-pab", ALL_BLOCKED, (bucket.urn,))), bucket.urn
+
+
+def _sse(algorithm: str) -> dict[str, Any]:
+    return {"rules": [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": algorithm}}]}
+
+
+def _bucket_unencrypted() -> tuple[Plan, str]:
+    bucket = _bucket()
+    return hand_made(bucket, resource(PAB, "data-pab", ALL_BLOCKED, (bucket.urn,))), bucket.urn
+
+
+def _set(path: tuple[str, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(inputs: dict[str, Any]) -> None:
+        for key in path[:-1]:
+            inputs = inputs[key]
+        inputs[path[-1]] = value
+    return change
+
+
+def _drop(*path: str) -> Callable[[dict[str, Any]], None]:
+    def change(inputs: dict[str, Any]) -> None:
+        for key in path[:-1]:
+            inputs = inputs[key]
+        del inputs[path[-1]]
+    return change
+
+
+CASES: tuple[Case, ...] = (
+    Case("imdsv2-required", "launch template allows IMDSv1",
+         _mutate(LT, "eks-system", _set(("metadataOptions", "httpTokens"), "optional"))),
+    Case("imdsv2-required", "launch template without metadataOptions",
+         _mutate(LT, "eks-system", _drop("metadataOptions"))),
+    Case("imdsv2-required", "EC2NodeClass allows IMDSv1",
+         _mutate(NODE_CLASS, "partition-gpu-h100-nodeclass",
+                 _set(("spec", "metadataOptions", "httpTokens"), "optional"))),
+    Case("ebs-encrypted", "launch template root volume unencrypted",
+         _mutate(LT, "eks-system", lambda i: i["blockDeviceMappings"][0]["ebs"].update(encrypted="false"))),
+    Case("ebs-encrypted", "EC2NodeClass root volume without encrypted",
+         _mutate(NODE_CLASS, "partition-trainium-nodeclass",
+                 lambda i: i["spec"]["blockDeviceMappings"][0]["ebs"].pop("encrypted"))),
+    Case("ebs-encrypted", "EBS StorageClass without encrypted",
+         _mutate("kubernetes:storage.k8s.io/v1:StorageClass", None, _drop("parameters", "encrypted"))),
+    Case("fsx-encrypted", "SCRATCH_1 file system",
+         _mutate("aws:fsx/lustreFileSystem:LustreFileSystem", None, _set(("deploymentType",), "SCRATCH_1"))),
+    Case("rds-encrypted", "storage not encrypted", _mutate(RDS, None, _set(("storageEncrypted",), False))),
+    Case("rds-not-public", "publicly accessible", _mutate(RDS, None, _set(("publiclyAccessible",), True))),
+    Case("rds-deletion-protection", "no deletion protection", _mutate(RDS, None, _drop("deletionProtection"))),
+    Case("no-world-ssh", "login NLB internet-facing for 0.0.0.0/0",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:LoginSet", None, lambda i: _open_login(i, ["0.0.0.0/0"]))),
+    Case("no-world-ssh", "login NLB internet-facing without source ranges",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:LoginSet", None, lambda i: _open_login(i, []))),
+    Case("no-world-ssh", "security group rule 22 from 0.0.0.0/0", _world_ssh_rule),
+    Case("no-world-ssh", "plain Service on 22 for ::/0", _ssh_service),
+    Case("eks-api-not-world", "public endpoint with default CIDRs",
+         _mutate(EKS, None, _set(("endpointPublicAccess",), True))),
+    Case("eks-private-endpoint", "private endpoint off", _mutate(EKS, None, _set(("endpointPrivateAccess",), False))),
+    Case("eks-secrets-encryption", "no KMS key", _mutate(EKS, None, _drop("encryptionConfigKeyArn"))),
+    Case("eks-secrets-encryption", "aws.eks.Cluster encrypting configmaps only", _aws_eks_cluster_unencrypted),
+    Case("nodepool-keeps-busy-nodes", "consolidates underutilized nodes",
+         _mutate(NODE_POOL, "partition-gpu-a100-nodepool",
+                 _set(("spec", "disruption", "consolidationPolicy"), "WhenEmptyOrUnderutilized"))),
+    Case("nodepool-keeps-busy-nodes", "expires nodes after 30 days",
+         _mutate(NODE_POOL, "partition-gpu-a100-nodepool", _set(("spec", "template", "spec", "expireAfter"), "720h"))),
+    Case("storage-cluster-only", "FSx reachable from a CIDR (ingress rule)", _fsx_from_cidr),
+    Case("storage-cluster-only", "FSx reachable from a CIDR (inline ingress)", _fsx_inline_cidr),
+    Case("s3-public-access-blocked", "bucket without a public access block", _bucket_without_block),
+    Case("s3-public-access-blocked", "public access block allows bucket policies", _block_with_policy_allowed),
+    Case("s3-public-access-blocked", "public-read ACL", _public_acl),
+    Case("s3-encrypted", "bucket without SSE configuration", _bucket_unencrypted),
+    Case("efa-single-zone", "EFA NodePool over two zones",
+         _mutate(NODE_POOL, "partition-gpu-h100-nodepool",
+                 lambda i: _requirement(i, "topology.kubernetes.io/zone").update(values=["us-west-2a", "us-west-2b"]))),
+    Case("efa-single-zone", "EFA NodePool without a zone requirement",
+         _mutate(NODE_POOL, "partition-trainium-nodepool",
+                 lambda i: i["spec"]["template"]["spec"]["requirements"].remove(
+                     _requirement(i, "topology.kubernetes.io/zone")))),
+    Case("efa-no-spot", "EFA NodePool allows spot",
+         _mutate(NODE_POOL, "partition-gpu-h100-nodepool",
+                 lambda i: _requirement(i, "karpenter.sh/capacity-type").update(values=["spot", "on-demand"]))),
+    Case("efa-no-spot", "EFA NodePool excludes only reserved",
+         _mutate(NODE_POOL, "partition-gpu-a100-nodepool",
+                 lambda i: _requirement(i, "karpenter.sh/capacity-type").update(operator="NotIn",
+                                                                                 values=["reserved"]))),
+)
