@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STACK ?= dev
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system-packages plan test lint golden clean
+.PHONY: setup system-packages plan test lint golden bench clean
 
 # Debian packages the tests use (shellcheck for rendered job scripts). The local Slurm daemons are
 # installed by `slurm-eks local up`, which the test suite runs itself.
@@ -36,6 +36,10 @@ test: setup system-packages lint
 # Refresh tests/golden/ from the current program; review the diff before committing it.
 golden: setup
 	$(BIN)/python -m tests.golden.refresh
+
+# Speed targets live here, not in timed tests: they print ratios.
+bench: setup
+	$(BIN)/python benchmarks/bench_train.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -1,0 +1,56 @@
+"""Stop requests (SIGUSR2, SIGTERM, a stop file) turned into one decision that all ranks share, and the
+marker files that tell a job script how the run ended."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from types import FrameType
+
+import torch
+
+from jobs.training.distributed import all_ranks_max
+
+STOP_SIGNALS = (signal.SIGUSR2, signal.SIGTERM)
+PREEMPTED_MARKER = "PREEMPTED"
+DONE_MARKER = "DONE"
+
+
+class StopRequest:
+    """Records stop signals (the handler only sets a flag: the step in flight finishes) and polls the
+    stop file; `agreed()` is collective, so every rank stops after the same step."""
+
+    def __init__(self, stop_file: Path | None, poll_file: bool) -> None:
+        self.stop_file = stop_file
+        self.poll_file = poll_file  # one rank per node polls: a stat per step per node, not per GPU
+        self.received: set[signal.Signals] = set()
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.received.add(signal.Signals(signum))
+
+    def agreed(self, device: torch.device) -> list[str]:
+        """Reasons any rank has to stop (empty: keep going). Collective: call it on every rank."""
+        local = [int(sig in self.received) for sig in STOP_SIGNALS]
+        local.append(int(self.poll_file and self.stop_file is not None and self.stop_file.exists()))
+        reasons = [sig.name for sig in STOP_SIGNALS] + ["stop-file"]
+        return [reason for reason, hit in zip(reasons, all_ranks_max(local, device), strict=True) if hit]
+
+
+def write_marker(root: Path, name: str, payload: dict[str, object]) -> Path:
+    """Atomically write <root>/<name> as JSON (temp file + rename: readers never see half of it)."""
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".{name}.tmp"
+    tmp.write_text(json.dumps(payload) + "\n")
+    os.replace(tmp, root / name)
+    return root / name
+
+
+def clear_stale(root: Path | None, stop_file: Path | None) -> None:
+    """At start, drop what the previous attempt left: its end markers and the stop file that ended it."""
+    paths = [root / PREEMPTED_MARKER, root / DONE_MARKER] if root is not None else []
+    for path in [*paths, *([stop_file] if stop_file is not None else [])]:
+        path.unlink(missing_ok=True)
