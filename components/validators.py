@@ -14,6 +14,7 @@ from typing import Any
 
 from components import catalog
 from components.config import ClusterConfig, Partition
+from components.names import WORLD_CIDRS
 from components.problems import Problem, Severity
 from components.slinky.images import SERIES_OS, release_series
 
@@ -28,7 +29,6 @@ REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 SSH_KEY = re.compile(r"^(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
                      r" [A-Za-z0-9+/=]+( .*)?$")
 S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
-OPEN_TO_WORLD = ("0.0.0.0/0", "::/0")
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def efa_zone(c: ClusterConfig) -> Iterator[Finding]:
 @rule("api-endpoint-open", "warning")
 def api_endpoint_open(c: ClusterConfig) -> Iterator[Finding]:
     for i, cidr in enumerate(c.network.api_public_cidrs):
-        if cidr in OPEN_TO_WORLD:
+        if cidr in WORLD_CIDRS:
             yield Finding(f"network.apiPublicCidrs[{i}]", cidr,
                           "the Kubernetes API endpoint would be reachable from the whole internet",
                           "list your office/VPN/CI ranges instead, or leave it empty for a private endpoint")
@@ -253,7 +253,7 @@ def fsx_repositories(c: ClusterConfig) -> Iterator[Finding]:
 def login_public_ssh(c: ClusterConfig) -> Iterator[Finding]:
     login = c.slurm.login
     for i, cidr in enumerate(login.allowed_cidrs):
-        if cidr in OPEN_TO_WORLD and not login.allow_public_ssh:
+        if cidr in WORLD_CIDRS and not login.allow_public_ssh:
             yield Finding(f"slurm.login.allowedCidrs[{i}]", cidr,
                           "SSH to the login pods would be open to the whole internet",
                           "list your office/VPN ranges, or set slurm.login.allowPublicSsh: true to mean it")

@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.names import WORLD_CIDRS
 from policy.model import UNKNOWN, items
 
-WORLD = frozenset({"0.0.0.0/0", "::/0"})
+WORLD = WORLD_CIDRS
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 LEGACY_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"  # what pulumi-eks creates for its groups
