@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,22 @@ def test_entry_arguments_are_quoted() -> None:
     script = render_job(target_for_partition(config, "prod", "gpu-h100", container=False),
                         ["jobs/train.py", "--data", "/shared/my data/tokens.bin"])
     assert "jobs/train.py --data '/shared/my data/tokens.bin'" in script and "--container-image" not in script
+
+
+def test_render_command_for_the_h100_partition(tmp_path: Path) -> None:
+    """The issue's example, as a user types it: no --image (the partition's default), shellcheck-clean."""
+    cli = Path(sys.executable).parent / "slurm-eks"
+    result = subprocess.run([str(cli), "job", "render", "--stack", "prod", "--partition", "gpu-h100", "--nodes", "4",
+                             "--", "jobs/train.py"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    shellcheck(result.stdout, tmp_path)
+    for line in ("#SBATCH --gpus-per-node=8", "#SBATCH --nodes=4", "export FI_PROVIDER=efa", "trap on_usr2 USR2",
+                 "#SBATCH --time=7-00:00:00"):
+        assert line in result.stdout
+
+
+def test_render_command_errors_exit_2() -> None:
+    cli = Path(sys.executable).parent / "slurm-eks"
+    result = subprocess.run([str(cli), "job", "render", "--stack", "prod", "--partition", "gpu-h200", "--",
+                             "jobs/train.py"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "no partition 'gpu-h200'" in result.stderr and "Traceback" not in result.stderr
