@@ -147,20 +147,26 @@ def test_usr2_checkpoints_requeues_and_resumes_to_the_same_hash(tmp_path: Path, 
     assert records[0].restart_count >= 1 and client.status(job_id, BACKEND).restart_count >= 1
 
 
-def _training_workers() -> list[int]:
-    """PIDs of train.py worker processes (children of a torchrun agent)."""
-    out = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
-    rows = [line.split(None, 2) for line in out.splitlines() if len(line.split(None, 2)) == 3]
-    agents = {int(pid) for pid, _, args in rows if "torchrun" in args or "torch.distributed.run" in args}
-    return [int(pid) for pid, ppid, args in rows if int(ppid) in agents and str(TRAIN) in args]
+def _training_workers(job_id: int) -> dict[int, str]:
+    """PID -> RANK of this job's training workers: the processes torchrun gave a RANK, in this job."""
+    workers = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            raw = (proc / "environ").read_bytes()
+        except (OSError, ValueError):
+            continue  # not a process, or gone
+        env = dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+        if env.get("SLURM_JOB_ID") == str(job_id) and "TORCHELASTIC_RUN_ID" in env and "RANK" in env:
+            workers[int(proc.name)] = env["RANK"]
+    return workers
 
 
 def test_kill_9_of_one_worker_is_survived(tmp_path: Path, reference_hash: str) -> None:
     job_id, _ = submit_training(tmp_path, "killed")
     wait_for_step(job_id, 45)
-    workers = _training_workers()
-    assert len(workers) == 2, workers
-    os.kill(workers[0], signal.SIGKILL)
+    workers = _training_workers(job_id)
+    assert sorted(workers.values()) == ["0", "1"], workers
+    os.kill(next(pid for pid, rank in workers.items() if rank == "1"), signal.SIGKILL)
     job = finish(job_id)
     log = log_of(job_id)
     assert job.state == "COMPLETED", log[-3000:]
