@@ -63,6 +63,11 @@ def _known_types(p: Partition) -> list[catalog.InstanceType]:
     return [catalog.CATALOG[t] for t in p.instance_types if t in catalog.CATALOG]
 
 
+def _kubernetes_minor(version: str) -> tuple[int, int] | None:
+    m = re.fullmatch(r"1\.(\d+)", version)
+    return (1, int(m.group(1))) if m else None
+
+
 # --- cluster -------------------------------------------------------------------------------------------
 
 @rule("region")
@@ -73,11 +78,11 @@ def region_format(c: ClusterConfig) -> Iterator[Finding]:
 
 @rule("kubernetes-version")
 def kubernetes_version(c: ClusterConfig) -> Iterator[Finding]:
-    m = re.fullmatch(r"1\.(\d+)", c.kubernetes_version)
-    if not m:
+    version = _kubernetes_minor(c.kubernetes_version)
+    if version is None:
         yield Finding("kubernetesVersion", c.kubernetes_version, "not a Kubernetes minor version",
                       'quote it as a string like "1.33" (YAML reads 1.30 as the number 1.3)')
-    elif (1, int(m.group(1))) < MIN_KUBERNETES:
+    elif version < MIN_KUBERNETES:
         yield Finding("kubernetesVersion", c.kubernetes_version,
                       "Slinky slurm-operator 1.2.x supports Kubernetes 1.29 and newer only",
                       'use "1.29" or newer (EKS standard support: see `slurm-eks preflight`)')
@@ -85,8 +90,8 @@ def kubernetes_version(c: ClusterConfig) -> Iterator[Finding]:
 
 @rule("kubernetes-version-unverified", "warning")
 def kubernetes_version_unverified(c: ClusterConfig) -> Iterator[Finding]:
-    m = re.fullmatch(r"1\.(\d+)", c.kubernetes_version)
-    if m and (1, int(m.group(1))) > NEWEST_KNOWN_KUBERNETES:
+    version = _kubernetes_minor(c.kubernetes_version)
+    if version is not None and version > NEWEST_KNOWN_KUBERNETES:
         newest = ".".join(map(str, NEWEST_KNOWN_KUBERNETES))
         yield Finding("kubernetesVersion", c.kubernetes_version,
                       f"newer than {newest}, the newest version this project was checked against",

@@ -207,6 +207,6 @@ class RecordingMonitor(MockMonitor):
             urn=urn, id=rid, object=json_format.ParseDict(state, struct_pb2.Struct()))
 
     def RegisterResourceOutputs(self, request: Any) -> Any:
-        if request.urn.endswith("pulumi:pulumi:Stack") or "::pulumi:pulumi:Stack::" in request.urn:
+        if "::pulumi:pulumi:Stack::" in request.urn:
             self.stack_outputs = sanitize("pulumi:pulumi:Stack", json_format.MessageToDict(request.outputs))
         return super().RegisterResourceOutputs(request)

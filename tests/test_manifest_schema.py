@@ -199,8 +199,8 @@ def example(kind: str, *edits: tuple[Sequence[str | int], Any]) -> dict[str, Any
 
 
 @pytest.fixture(scope="session")
-def registry(crds_dir: Path) -> SchemaRegistry:
-    return SchemaRegistry.from_crd_dirs([crds_dir])
+def registry(crd_registry: SchemaRegistry) -> SchemaRegistry:
+    return crd_registry
 
 
 def widget_registry(schema: dict[str, Any]) -> SchemaRegistry:

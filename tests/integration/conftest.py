@@ -14,6 +14,7 @@ import pytest
 
 from slurm import local
 from slurm.local.packages import missing_packages
+from tests.conftest import unavailable
 
 
 def _unavailable_reason() -> str | None:
@@ -25,21 +26,15 @@ def _unavailable_reason() -> str | None:
     return None
 
 
-def _give_up(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="session")
 def local_slurm() -> local.ClusterStatus:
     reason = _unavailable_reason()
     if reason:
-        _give_up(reason)
+        unavailable(reason)
     try:
         return local.up()
     except local.LocalSlurmError as exc:
-        _give_up(f"the local Slurm did not come up: {exc}")
+        unavailable(f"the local Slurm did not come up: {exc}")
         raise
 
 

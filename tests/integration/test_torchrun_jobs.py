@@ -22,8 +22,9 @@ from slurm import client
 from slurm.cli_backend import CliBackend
 from slurm.jobinfo import JobInfo
 from slurm.local.config import FAKE_GPUS
+from tests.conftest import require_module
 
-pytest.importorskip("torch", reason="torch is not installed (the `jobs` extra: pip install -e '.[jobs]')")
+require_module("torch", "the `jobs` extra: pip install -e '.[jobs]'")
 pytestmark = [pytest.mark.slurm, pytest.mark.torch]
 
 REPO = Path(__file__).resolve().parents[2]

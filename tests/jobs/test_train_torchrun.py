@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[jobs]'): the training tests need it")
+from tests.conftest import require_module
+
+require_module("torch", "pip install -e '.[jobs]': the training tests need it")
 
 pytestmark = pytest.mark.torch
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[jobs]'): jobs/training needs it")
+from tests.conftest import require_module
+
+torch = require_module("torch", "pip install -e '.[jobs]': jobs/training needs it")
 
 from jobs.training.checkpoint import checkpoints, latest_complete, prune  # noqa: E402
 from jobs.training.config import ModelConfig, parse_args  # noqa: E402

@@ -20,8 +20,8 @@ def _manifest(plan: Plan, kind: str, name: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def karpenter_schemas(crds_dir: Path) -> SchemaRegistry:
-    return SchemaRegistry.from_crd_dirs([crds_dir / "karpenter"])
+def karpenter_schemas(crd_registry: SchemaRegistry) -> SchemaRegistry:
+    return crd_registry
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

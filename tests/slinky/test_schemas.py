@@ -4,7 +4,6 @@ templates Slinky keeps opaque validated as the Pods and Services they become."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +19,8 @@ CONTAINERS = {"NodeSet": "slurmd", "LoginSet": "login", "Controller": "slurmctld
 
 
 @pytest.fixture(scope="module")
-def registry(crds_dir: Path) -> SchemaRegistry:
-    return SchemaRegistry.from_crd_dirs([crds_dir])
+def registry(crd_registry: SchemaRegistry) -> SchemaRegistry:
+    return crd_registry
 
 
 @pytest.fixture(scope="module", params=["dev", "prod", "trainium-only"])

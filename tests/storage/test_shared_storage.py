@@ -133,8 +133,8 @@ def test_volume_and_claim_point_at_the_file_system_and_bind_to_each_other(stack:
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_volume_and_claim_validate_strictly(stack: str, crds_dir) -> None:
-    registry = SchemaRegistry.from_crd_dirs([crds_dir])
+def test_volume_and_claim_validate_strictly(stack: str, crd_registry: SchemaRegistry) -> None:
+    registry = crd_registry
     plan = shipped_plan(stack)
     for kind in (PV, PVC):
         doc = one(plan, kind).inputs
