@@ -4,9 +4,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STACK ?= dev
-STAMP := $(VENV)/.installed
+# `make plan` needs only the runtime; `make test` adds the extras (dev: tests, linters, manifest
+# validators; jobs: torch). Each stamp is remade when pyproject.toml changes; either target can come first.
+RUNTIME := $(VENV)/.installed-runtime
+EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: setup system-packages plan test lint golden bench clean
+.PHONY: setup setup-extras system-packages plan test lint golden bench clean
 
 # Debian packages the tests use (shellcheck for rendered job scripts). The local Slurm daemons are
 # installed by `slurm-eks local up`, which the test suite runs itself.
@@ -16,21 +19,29 @@ system-packages:
 	    apt-get install -y -qq --no-install-recommends shellcheck; \
 	  else echo "install shellcheck (apt-get install shellcheck) to run every test"; fi; }
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,jobs]'
-	touch $(STAMP)
 
-setup: $(STAMP)
+$(RUNTIME): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(EXTRAS): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev,jobs]'
+	touch $@ $(RUNTIME)
+
+setup: $(RUNTIME)
+
+setup-extras: $(EXTRAS)
 
 plan: setup
 	$(BIN)/slurm-eks plan --stack $(STACK)
 
-lint: setup
+lint: setup-extras
 	$(BIN)/ruff check .
 
-test: setup system-packages lint
+test: setup-extras system-packages lint
 	$(BIN)/pytest -q
 
 # Refresh tests/golden/ from the current program; review the diff before committing it.
@@ -38,7 +49,7 @@ golden: setup
 	$(BIN)/python -m tests.golden.refresh
 
 # Speed targets live here, not in timed tests: they print ratios.
-bench: setup
+bench: setup-extras
 	$(BIN)/python benchmarks/bench_train.py
 
 clean:

@@ -13,7 +13,7 @@ UNKNOWN = "[unknown]"
 
 
 class Resource(Protocol):
-    """A planned resource: scripts.plan_model.PlannedResource offline, pack.PreviewResource online."""
+    """A planned resource: scripts.offline.plan_model.PlannedResource offline, pack.PreviewResource online."""
 
     @property
     def urn(self) -> str: ...

@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import pytest
 
-from scripts.manifest_schema import SchemaRegistry
+from scripts.manifests.manifest_schema import SchemaRegistry
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("SLURM_EKS_SHARED", REPO.parent / "shared"))

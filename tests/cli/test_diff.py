@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scripts.diff import diff_plans, diff_values, render_markdown, render_text
-from scripts.plan_model import Plan, PlannedResource
+from scripts.offline.diff import diff_plans, diff_values, render_markdown, render_text
+from scripts.offline.plan_model import Plan, PlannedResource
 
 
 def _res(name: str, **inputs: object) -> PlannedResource:

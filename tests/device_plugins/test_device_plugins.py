@@ -14,8 +14,8 @@ from components import config as cfg
 from components.catalog import lookup
 from components.device_plugins import EFA, NEURON, NVIDIA, plugin_values
 from components.scheduling import PARTITION_LABEL, node_labels, node_taints
-from scripts.plan import run_plan
-from scripts.plan_model import Plan
+from scripts.offline.plan import run_plan
+from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan
 

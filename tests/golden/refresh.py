@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from components.stackfile import available_stacks
-from scripts.plan import run_plan, write_plan
+from scripts.offline.plan import run_plan, write_plan
 
 GOLDEN = Path(__file__).resolve().parent
 

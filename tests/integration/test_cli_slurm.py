@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from scripts.cli_slurm import job_app, local_app
+from scripts.cli.slurm import job_app, local_app
 
 pytestmark = pytest.mark.slurm
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scripts.manifest_schema import SchemaRegistry, validate_manifest
-from scripts.plan import run_plan
-from scripts.plan_model import Plan
+from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
+from scripts.offline.plan import run_plan
+from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functools import cache
 
-from scripts.plan import run_plan
-from scripts.plan_model import Plan, PlannedResource
+from scripts.offline.plan import run_plan
+from scripts.offline.plan_model import Plan, PlannedResource
 
 
 @cache

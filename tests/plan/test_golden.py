@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from components.stackfile import available_stacks
-from scripts.plan import run_plan, write_plan
+from scripts.offline.plan import run_plan, write_plan
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scripts.plan import run_plan
-from scripts.plan_model import UNKNOWN
+from scripts.offline.plan import run_plan
+from scripts.offline.plan_model import UNKNOWN
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import one, shipped_plan
 

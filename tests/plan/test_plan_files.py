@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.plan import manifest_filename, write_plan
-from scripts.plan_model import SECRET, Plan, PlannedResource, sanitize
+from scripts.offline.plan import manifest_filename, write_plan
+from scripts.offline.plan_model import SECRET, Plan, PlannedResource, sanitize
 from tests.plan.fixtures import shipped_plan
 
 

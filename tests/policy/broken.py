@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scripts.plan_model import Plan, PlannedResource
+from scripts.offline.plan_model import Plan, PlannedResource
 from tests.plan.fixtures import one, shipped_plan
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"

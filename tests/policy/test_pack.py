@@ -23,7 +23,7 @@ from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE, unkno
 
 from policy.pack import policies
 from policy.ruleset import RULES, evaluate
-from scripts.plan_model import Plan, PlannedResource
+from scripts.offline.plan_model import Plan, PlannedResource
 from tests.plan.fixtures import one, shipped_plan
 from tests.policy.broken import CASES, EKS, Case
 

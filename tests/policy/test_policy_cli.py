@@ -1,4 +1,4 @@
-"""`slurm-eks policy --stack S`: the command function as scripts/cli.py registers it."""
+"""`slurm-eks policy --stack S`: the command function as scripts/cli/main.py registers it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from scripts.cli_policy import policy
+from scripts.cli.policy import policy
 from tests.config.helpers import raw_config
 
 app = typer.Typer()

@@ -9,7 +9,7 @@ import pytest
 from policy.model import UNKNOWN, Enforcement
 from policy.rules import ALLOW_PUBLIC_SSH
 from policy.ruleset import RULES, evaluate
-from scripts.plan_model import Plan
+from scripts.offline.plan_model import Plan
 from tests.plan.fixtures import one, shipped_plan
 from tests.policy.broken import CASES, EKS, INGRESS, NODE_CLASS, NODE_POOL, Case, _mutate, _open_login, _requirement
 

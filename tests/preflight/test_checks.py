@@ -14,8 +14,7 @@ from botocore.stub import Stubber
 
 from components.config import ClusterConfig
 from components.validation import parse_cluster_config
-from scripts.preflight import AwsUnavailable, CheckResult, failed, run_checks
-from scripts.preflight_checks import (
+from scripts.preflight.checks import (
     CHECKS,
     QUOTAS,
     check_efa,
@@ -26,6 +25,7 @@ from scripts.preflight_checks import (
     vcpu_demand,
     vcpu_quota,
 )
+from scripts.preflight.runner import AwsUnavailable, CheckResult, failed, run_checks
 from tests.config.helpers import raw_config
 from tests.preflight.conftest import REGION
 

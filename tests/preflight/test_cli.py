@@ -10,7 +10,7 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from scripts.cli_preflight import preflight
+from scripts.cli.preflight import preflight
 from tests.config.helpers import raw_config
 
 app = typer.Typer()

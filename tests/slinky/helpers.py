@@ -10,8 +10,8 @@ import yaml
 
 from components.config import ClusterConfig
 from components.validation import parse_cluster_config
-from scripts.plan import run_plan
-from scripts.plan_model import Plan, PlannedResource
+from scripts.offline.plan import run_plan
+from scripts.offline.plan_model import Plan, PlannedResource
 from tests.config.helpers import raw_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -10,9 +10,9 @@ import pytest
 
 from components.problems import ConfigError
 from components.slinky.specs import NLB_INTERNAL, login_service
-from scripts.mocks import RealisticMocks
-from scripts.plan import write_plan
-from scripts.plan_model import SECRET
+from scripts.offline.mocks import RealisticMocks
+from scripts.offline.plan import write_plan
+from scripts.offline.plan_model import SECRET
 from tests.plan.fixtures import one, shipped_plan
 from tests.slinky.helpers import config_of, objects, releases, resource, variant
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from components.slinky.images import TRAINING_IMAGES
-from scripts.plan_model import Plan
+from scripts.offline.plan_model import Plan
 from tests.plan.fixtures import shipped_plan
 from tests.slinky.helpers import objects, plan_of, variant
 

@@ -10,7 +10,7 @@ import pytest
 from components import catalog
 from components.config import ClusterConfig, duration_seconds
 from components.scheduling import DEVICE_RESOURCES, EFA_RESOURCE, tolerations_for
-from scripts.plan_model import Plan
+from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan
 from tests.slinky.helpers import config_of, objects, plan_of, releases, resource, trainium_only, variant

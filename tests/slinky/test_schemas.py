@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from scripts.manifest_schema import SchemaRegistry, validate_manifest
-from scripts.plan_model import Plan
+from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
+from scripts.offline.plan_model import Plan
 from tests.plan.fixtures import shipped_plan
 from tests.slinky.helpers import objects, plan_of, trainium_only, variant
 

@@ -117,7 +117,7 @@ def test_slurm_package_never_imports_pulumi() -> None:
     """The client runs on the login pod, where pulumi is not installed."""
     code = (
         "import sys; sys.modules['pulumi'] = None\n"
-        "import slurm.client, slurm.jobinfo, slurm.local, slurm.pyslurm_convert, scripts.cli_slurm\n"
+        "import slurm.client, slurm.jobinfo, slurm.local, slurm.pyslurm_convert, scripts.cli.slurm\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -11,9 +11,9 @@ import pytest
 from components import config as cfg
 from components.names import SHARED_PVC, SLURM_NAMESPACE
 from components.storage import CSI_CONTROLLER_SA, repository_s3_config
-from scripts.manifest_schema import SchemaRegistry, validate_manifest
-from scripts.mocks import RealisticMocks, cluster_security_group_id
-from scripts.plan_model import Plan, PlannedResource
+from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
+from scripts.offline.mocks import RealisticMocks, cluster_security_group_id
+from scripts.offline.plan_model import Plan, PlannedResource
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import one, shipped_plan
 

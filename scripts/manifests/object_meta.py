@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from scripts.field_paths import FieldError, entry, field, shown
+from scripts.manifests.field_paths import FieldError, entry, field, shown
 
 NameRule = Callable[[str], list[str]]
 

@@ -11,13 +11,14 @@ import typer
 from rich.console import Console
 from rich.tree import Tree
 
-from components.problems import ConfigError, Problem
+from components.problems import ConfigError
 from components.stackfile import STACKS_DIR, load_stack
-from scripts.cli_policy import policy
-from scripts.cli_preflight import preflight
-from scripts.cli_slurm import job_app, local_app
-from scripts.diff import diff_plans, render_markdown, render_text
-from scripts.plan_model import Plan
+from scripts.cli.policy import policy
+from scripts.cli.preflight import preflight
+from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config, print_problems
+from scripts.cli.slurm import job_app, local_app
+from scripts.offline.diff import diff_plans, render_markdown, render_text
+from scripts.offline.plan_model import Plan
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Slurm on Amazon EKS: plan offline, validate, diff, and run jobs.")
@@ -26,32 +27,14 @@ app.add_typer(job_app, name="job")
 app.command()(preflight)
 app.command()(policy)
 out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 StackOpt = Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")]
 StacksDirOpt = Annotated[Path, typer.Option(help="directory holding the Pulumi.<stack>.yaml files")]
-CONFIG_ERROR_EXIT = 2
 
 
 class DiffFormat(StrEnum):
     text = "text"
     markdown = "markdown"
-
-
-def _print_problems(problems: list[Problem]) -> None:
-    for p in problems:
-        colour = "red" if p.severity == "error" else "yellow"
-        err.print(f"[{colour}]{p.severity}[/]\\[{p.rule}] [bold]{p.path or '<root>'}[/]: {p.message}",
-                  highlight=False)
-        err.print(f"    value: {p.value!r}", highlight=False, markup=False)
-        err.print(f"    fix:   {p.fix}", highlight=False, markup=False)
-
-
-def _fail_config(exc: ConfigError) -> typer.Exit:
-    n = len(exc.errors)
-    err.print(f"[red]{exc.source}: {n} error{'s' if n != 1 else ''} in slurm-eks:cluster[/]", highlight=False)
-    _print_problems(exc.problems)
-    return typer.Exit(CONFIG_ERROR_EXIT)
 
 
 @app.command()
@@ -66,8 +49,8 @@ def validate(
     try:
         config, warnings = load_stack(stack, stacks_dir)
     except ConfigError as exc:
-        raise _fail_config(exc) from None
-    _print_problems(warnings)
+        raise fail_config(exc) from None
+    print_problems(warnings)
     summary = f"{len(config.partitions)} partitions, {len(warnings)} warnings"
     if crds:
         checked = _validate_manifests(stack, stacks_dir, crds)
@@ -76,8 +59,13 @@ def validate(
 
 
 def _validate_manifests(stack: str, stacks_dir: Path, crd_dirs: list[Path]) -> int:
-    from scripts.manifest_schema import SchemaRegistry, validate_manifest
-    from scripts.plan import run_plan
+    try:
+        from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
+    except ImportError as exc:
+        err.print(f"[red]--crds needs the manifest validators ({exc.name} is missing):[/] "
+                  "pip install -e '.[manifests]' (or make setup-extras)", highlight=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    from scripts.offline.plan import run_plan
 
     registry = SchemaRegistry.from_crd_dirs(crd_dirs)
     plan, _ = run_plan(stack, stacks_dir)
@@ -97,13 +85,13 @@ def plan(
     stacks_dir: StacksDirOpt = STACKS_DIR,
 ) -> None:
     """What `pulumi up` would create, offline: DIR/plan.json and DIR/manifests/."""
-    from scripts.plan import run_plan, write_plan  # imports Pulumi: keep `validate` and `diff` fast
+    from scripts.offline.plan import run_plan, write_plan  # imports Pulumi: keep `validate` and `diff` fast
 
     try:
         result, warnings = run_plan(stack, stacks_dir)
     except ConfigError as exc:
-        raise _fail_config(exc) from None
-    _print_problems(warnings)
+        raise fail_config(exc) from None
+    print_problems(warnings)
     target = out_dir or Path("build") / stack
     write_plan(result, target)
     out.print(resource_tree(result))

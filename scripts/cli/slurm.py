@@ -1,6 +1,6 @@
 """`slurm-eks local ...` (the local one-node Slurm) and `slurm-eks job ...` (submit/status/cancel/logs).
 
-Two typer apps, registered by scripts/cli.py. To add a job command, decorate a function with
+Two typer apps, registered by scripts/cli/main.py. To add a job command, decorate a function with
 `@job_app.command()` and wrap its body in `with clear_errors():` so failures print one line, not a traceback.
 """
 

@@ -1,4 +1,4 @@
-"""`slurm-eks preflight --stack S`: can this AWS account deploy the stack? Registered by scripts/cli.py with
+"""`slurm-eks preflight --stack S`: can this AWS account deploy the stack? Registered by scripts/cli/main.py with
 `app.command()(preflight)`.
 
 Exit status: 0 nothing failed (warnings allowed), 1 a check failed, 2 preflight could not run (bad stack
@@ -17,8 +17,8 @@ from rich.text import Text
 
 from components.problems import ConfigError
 from components.stackfile import STACKS_DIR, load_stack
-from scripts.preflight import AwsUnavailable, CheckResult, Identity, failed, open_session, run_checks
-from scripts.preflight_checks import CHECKS
+from scripts.preflight.checks import CHECKS
+from scripts.preflight.runner import AwsUnavailable, CheckResult, Identity, failed, open_session, run_checks
 
 CANNOT_RUN_EXIT = 2
 STYLE = {"pass": "green", "warn": "yellow", "fail": "red"}

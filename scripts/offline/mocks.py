@@ -17,7 +17,7 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import resource_pb2
 
 from components.config import CONFIG_KEY, CONFIG_NAMESPACE
-from scripts.plan_model import PlannedResource, plain, sanitize
+from scripts.offline.plan_model import PlannedResource, plain, sanitize
 
 ACCOUNT = "123456789012"
 

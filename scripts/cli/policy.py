@@ -1,4 +1,4 @@
-"""`slurm-eks policy --stack S`: the policy pack offline. Registered by scripts/cli.py."""
+"""`slurm-eks policy --stack S`: the policy pack offline. Registered by scripts/cli/main.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import typer
 
 from components.problems import ConfigError
 from components.stackfile import STACKS_DIR
-from scripts.policy_check import blocking, check_stack, render, summary
+from scripts.checks.policy import blocking, check_stack, render, summary
+from scripts.cli.problems import fail_config
 
 
 def policy(
@@ -20,9 +21,7 @@ def policy(
     try:
         plan, violations = check_stack(stack, stacks_dir)
     except ConfigError as exc:
-        from scripts.cli import _fail_config  # scripts.cli imports this module: import back only when needed
-
-        raise _fail_config(exc) from None
+        raise fail_config(exc) from None
     typer.echo(render(violations), nl=False)
     typer.echo(summary(plan, violations))
     if blocking(violations):

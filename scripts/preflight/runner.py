@@ -1,6 +1,6 @@
 """Preflight: ask the AWS account, read-only, whether a stack can be deployed before `pulumi up` tries.
 
-Each check is a function `(session, config) -> Iterable[CheckResult]` in `scripts.preflight_checks`; this
+Each check is a function `(session, config) -> Iterable[CheckResult]` in `scripts.preflight.checks`; this
 module runs them. An AWS API that refuses or does not implement a call turns that check into a `warn`
 naming the reason, so one missing permission does not hide the other answers. Missing credentials or an
 unreachable endpoint stop the run with `AwsUnavailable`: nothing can be checked without them.

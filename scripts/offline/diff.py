@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from scripts.plan_model import Plan, PlannedResource
+from scripts.offline.plan_model import Plan, PlannedResource
 
 _MISSING = object()
 

@@ -14,9 +14,9 @@ from typing import Any
 import re2
 import yaml
 
-from scripts.cel_rules import CelRule
-from scripts.field_paths import entry
-from scripts.field_paths import field as field_path
+from scripts.manifests.cel_rules import CelRule
+from scripts.manifests.field_paths import entry
+from scripts.manifests.field_paths import field as field_path
 
 _NO_DEFAULT = object()
 

@@ -25,8 +25,8 @@ from components.config import CONFIG_NAMESPACE
 from components.problems import Problem
 from components.stackfile import PROJECT_ROOT, STACKS_DIR, cluster_value, read_pulumi_config, stack_file
 from components.validation import parse_cluster_config
-from scripts.mocks import RealisticMocks, RecordingMonitor
-from scripts.plan_model import Plan
+from scripts.offline.mocks import RealisticMocks, RecordingMonitor
+from scripts.offline.plan_model import Plan
 
 PROGRAM = PROJECT_ROOT / "__main__.py"
 # The program's pulumi.log output (config warnings) is reported by the caller instead.

@@ -16,8 +16,8 @@ import jsonschema
 import referencing
 import referencing.jsonschema
 
-from scripts.field_paths import FieldError, entry, field, path_of, shown
-from scripts.string_formats import STRING_FORMATS
+from scripts.manifests.field_paths import FieldError, entry, field, path_of, shown
+from scripts.manifests.string_formats import STRING_FORMATS
 
 # kubernetes-validate 1.37 bundles 1.25 through 1.37; 1.33 is the version the stacks deploy.
 KUBERNETES_VERSION = "1.33"

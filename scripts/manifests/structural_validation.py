@@ -13,11 +13,11 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from scripts.core_schema import core_schemas
-from scripts.crd_schema import CustomResourceVersion, SchemaNode
-from scripts.field_paths import FieldError, entry, field, shown
-from scripts.object_meta import dns1123_subdomain, validate_object_meta
-from scripts.string_formats import STRING_FORMATS
+from scripts.manifests.core_schema import core_schemas
+from scripts.manifests.crd_schema import CustomResourceVersion, SchemaNode
+from scripts.manifests.field_paths import FieldError, entry, field, shown
+from scripts.manifests.object_meta import dns1123_subdomain, validate_object_meta
+from scripts.manifests.string_formats import STRING_FORMATS
 
 _RESOURCE_FIELDS = ("apiVersion", "kind", "metadata")
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import yaml
 
-from scripts.core_schema import KUBERNETES_VERSION, core_schemas
-from scripts.crd_schema import SchemaRegistry
-from scripts.field_paths import FieldError
-from scripts.object_meta import name_rule_for, validate_object_meta
-from scripts.structural_validation import validate_custom_resource
+from scripts.manifests.core_schema import KUBERNETES_VERSION, core_schemas
+from scripts.manifests.crd_schema import SchemaRegistry
+from scripts.manifests.field_paths import FieldError
+from scripts.manifests.object_meta import name_rule_for, validate_object_meta
+from scripts.manifests.structural_validation import validate_custom_resource
 
 __all__ = [
     "KUBERNETES_VERSION",

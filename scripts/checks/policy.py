@@ -6,7 +6,7 @@ from pathlib import Path
 
 from policy.model import Enforcement, Violation
 from policy.ruleset import RULES, evaluate
-from scripts.plan_model import Plan
+from scripts.offline.plan_model import Plan
 
 
 def check_plan(plan: Plan) -> list[Violation]:
@@ -15,7 +15,7 @@ def check_plan(plan: Plan) -> list[Violation]:
 
 def check_stack(stack: str, stacks_dir: Path) -> tuple[Plan, list[Violation]]:
     """Plan the stack under mocks (raises ConfigError for a bad config), then check it."""
-    from scripts.plan import run_plan  # imports Pulumi: only when a plan is made here
+    from scripts.offline.plan import run_plan  # imports Pulumi: only when a plan is made here
 
     plan, _ = run_plan(stack, stacks_dir)
     return plan, check_plan(plan)

@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from components import catalog
 from components.config import ClusterConfig, Network, Partition
-from scripts.preflight import Check, CheckResult
+from scripts.preflight.runner import Check, CheckResult
 
 
 def _error_code(exc: ClientError) -> str:
