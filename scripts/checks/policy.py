@@ -6,6 +6,7 @@ from pathlib import Path
 
 from policy.model import Enforcement, Violation
 from policy.ruleset import RULES, evaluate
+from scripts.checks.findings import resource_label
 from scripts.offline.plan_model import Plan
 
 
@@ -23,12 +24,6 @@ def check_stack(stack: str, stacks_dir: Path) -> tuple[Plan, list[Violation]]:
 
 def blocking(violations: list[Violation]) -> list[Violation]:
     return [v for v in violations if v.rule.enforcement is Enforcement.mandatory]
-
-
-def resource_label(urn: str) -> str:
-    """`name (type)` from a URN: `urn:pulumi:stack::project::parent$type::name`."""
-    qualified, _, name = urn.rpartition("::")
-    return f"{name} ({qualified.rpartition('$')[2]})"
 
 
 def render(violations: list[Violation]) -> str:

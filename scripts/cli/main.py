@@ -62,8 +62,8 @@ def _validate_manifests(stack: str, stacks_dir: Path, crd_dirs: list[Path]) -> i
     try:
         from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
     except ImportError as exc:
-        err.print(f"[red]--crds needs the manifest validators ({exc.name} is missing):[/] "
-                  "pip install -e '.[manifests]' (or make setup-extras)", highlight=False)
+        err.print(f"--crds needs the manifest validators ({exc.name} is missing): "
+                  "pip install -e '.[manifests]' (or make setup-extras)", highlight=False, markup=False)
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
     from scripts.offline.plan import run_plan
 

@@ -95,3 +95,13 @@ def test_validate_with_crds_checks_every_manifest(tmp_path: Path, crds_dir: Path
     bad = run("validate", "--stack", "prod", "--crds", str(tmp_path))
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "NodePool/gpu-h100" in bad.stderr and "weight" in bad.stderr
+
+
+def test_validate_with_crds_without_the_manifests_extra_says_what_to_install(crds_dir: Path) -> None:
+    # `make plan` installs the runtime only: jsonschema (the `manifests` extra) is then missing.
+    code = ("import sys; sys.modules['jsonschema'] = None; sys.argv = ['slurm-eks', *sys.argv[1:]]\n"
+            "from scripts.cli.main import main; main()")
+    result = subprocess.run([sys.executable, "-c", code, "validate", "--stack", "dev", "--crds", str(crds_dir)],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "(jsonschema is missing): pip install -e '.[manifests]' (or make setup-extras)" in result.stderr
