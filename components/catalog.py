@@ -8,6 +8,7 @@ its sbatch template agree with the hardware.
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -77,3 +78,62 @@ def lookup(name: str) -> InstanceType:
         return CATALOG[name]
     except KeyError:
         raise UnknownInstanceType(name) from None
+
+
+# --- what the kubelet leaves to pods ------------------------------------------------------------------
+# EKS AL2023 nodes get kube-reserved and evictionHard from nodeadm (awslabs/amazon-eks-ami v20260724,
+# nodeadm/internal/kubelet/config.go). Karpenter decides whether a pod fits an instance type it has not
+# launched yet from the same formulas (aws/karpenter-provider-aws v1.14.1, pkg/providers/instancetype/
+# types.go: memory(), kubeReservedResources(), evictionThreshold(), pods()), so a pod sized within them (and
+# the DaemonSets' requests) is one Karpenter launches a node for.
+
+# Pods the kubelet admits: default network card ENIs x (IPv4 addresses per ENI - 1) + 2, the figure both
+# nodeadm (nodeadm/internal/kubelet/eni_max_pods.go CalcMaxPods, data in instance-info.jsonl) and Karpenter
+# (ENILimitedPods) use; kube-reserved memory grows with it.
+ENI_LIMITED_PODS: dict[str, int] = {
+    "p4d.24xlarge": 737, "p4de.24xlarge": 737, "p5.48xlarge": 100, "p5e.48xlarge": 100, "p5en.48xlarge": 198,
+    "trn1.32xlarge": 247, "trn1n.32xlarge": 247, "trn2.48xlarge": 100,
+    "g5.xlarge": 58, "g5.12xlarge": 737, "g5.48xlarge": 345,
+}
+# Karpenter's estimate of the memory the hypervisor and kernel keep (VM_MEMORY_OVERHEAD_PERCENT default,
+# pkg/operator/options/options.go): it plans with nominal memory minus this until it has seen a real node.
+VM_MEMORY_OVERHEAD = 0.075
+# nodeadm's evictionHard memory.available; it sets no systemReserved.
+EVICTION_HARD_MEMORY_MIB = 100
+# Every type in the catalog runs two hardware threads per core (EC2 DefaultThreadsPerCore).
+THREADS_PER_CORE = 2
+
+
+@dataclass(frozen=True)
+class Resources:
+    cpu_millis: int
+    memory_mib: int
+
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(self.cpu_millis + other.cpu_millis, self.memory_mib + other.memory_mib)
+
+    def __sub__(self, other: Resources) -> Resources:
+        return Resources(self.cpu_millis - other.cpu_millis, self.memory_mib - other.memory_mib)
+
+
+def kube_reserved_cpu_millis(vcpu: int) -> int:
+    """6% of the first core, 1% of the second, 0.5% of the next two, 0.25% of the rest (nodeadm
+    getCPUMillicoresToReserve, identical in Karpenter's kubeReservedResources)."""
+    total = vcpu * 1000
+    ranges = ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, total, 25))  # basis points
+    return sum((min(total, end) - start) * bp // 10000 for start, end, bp in ranges if total > start)
+
+
+def kube_reserved_memory_mib(max_pods: int) -> int:
+    """11 MiB per pod + 255 MiB (nodeadm getMemoryMebibytesToReserve)."""
+    return 11 * max_pods + 255
+
+
+def allocatable(instance: InstanceType) -> Resources:
+    """A node's allocatable CPU and memory as Karpenter plans it on EKS AL2023 (capacity less kube-reserved
+    and the hard eviction threshold), before it has seen one: a real node reports more memory than the VM
+    overhead estimate leaves."""
+    nominal_mib = instance.memory_gib * 1024
+    capacity_mib = nominal_mib - math.ceil(nominal_mib * VM_MEMORY_OVERHEAD)
+    memory = capacity_mib - kube_reserved_memory_mib(ENI_LIMITED_PODS[instance.name]) - EVICTION_HARD_MEMORY_MIB
+    return Resources(instance.vcpu * 1000 - kube_reserved_cpu_millis(instance.vcpu), memory)

@@ -15,41 +15,13 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components import config as cfg
+from components.iam import irsa_assume_role_policy, node_role
 from components.network import Network
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 SYSTEM_LABEL = "node.slurm-eks.io/role"
 SYSTEM_NODE_SELECTOR = {SYSTEM_LABEL: "system"}
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
-NODE_POLICIES = (
-    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
-    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
-    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
-)
-
-
-def assume_role_policy(service: str) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}]})
-
-
-def irsa_assume_role_policy(provider_arn: str, issuer_url: str, namespace: str, service_account: str) -> str:
-    """Trust for exactly one Kubernetes service account through the cluster's OIDC provider (IRSA)."""
-    issuer = issuer_url.removeprefix("https://")
-    return json.dumps({"Version": "2012-10-17", "Statement": [{
-        "Effect": "Allow", "Principal": {"Federated": provider_arn}, "Action": "sts:AssumeRoleWithWebIdentity",
-        "Condition": {"StringEquals": {f"{issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}",
-                                       f"{issuer}:aud": "sts.amazonaws.com"}}}]})
-
-
-def node_role(name: str, opts: pulumi.ResourceOptions) -> aws.iam.Role:
-    """An EC2 role with what every EKS node needs (kubelet, VPC CNI, ECR pulls, SSM for break-glass)."""
-    role = aws.iam.Role(name, assume_role_policy=assume_role_policy("ec2.amazonaws.com"), opts=opts)
-    for arn in NODE_POLICIES:
-        aws.iam.RolePolicyAttachment(f"{name}-{arn.rsplit('/', 1)[1]}", role=role.name, policy_arn=arn,
-                                     opts=opts)
-    return role
 
 
 @dataclass(frozen=True)
@@ -98,16 +70,29 @@ class EksCluster(pulumi.ComponentResource):
             },
             create_oidc_provider=True,
             endpoint_private_access=True,
-            endpoint_public_access=bool(c.network.api_public_cidrs),
-            public_access_cidrs=c.network.api_public_cidrs or None,
+            endpoint_public_access=bool(c.network.public_endpoint_cidrs),
+            public_access_cidrs=c.network.public_endpoint_cidrs or None,
+            # No pulumi-eks groups: its `clusterSecurityGroupId` is then the group EKS creates, which the
+            # control plane and managed nodes carry, and which admits all traffic from itself (Karpenter's
+            # nodes join it through the discovery tag; RDS and FSx admit it). pulumi/pulumi-eks
+            # nodejs/eks/cluster/cluster.ts: `core.clusterSecurityGroup?.id ?? vpcConfig.clusterSecurityGroupId`.
+            skip_default_security_groups=True,
             encryption_config_key_arn=secrets_key.arn,
             enabled_cluster_log_types=CONTROL_PLANE_LOGS,
-            # Without a default node group pulumi-eks only creates CoreDNS when asked to.
-            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(
-                enabled=True, configuration_values={"nodeSelector": SYSTEM_NODE_SELECTOR}),
+            # CoreDNS is created below, once the system nodes exist: as an add-on created with the cluster
+            # it has no node to run on and `pulumi up` waits for it until it fails (pulumi/pulumi-eks#1819).
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             tags=c.tags,
             opts=child,
         )
+        self.cluster_security_group_id = cluster.cluster_security_group_id
+        deployer = c.network.deployer
+        for i, cidr in enumerate(deployer.cidrs if deployer and deployer.via == "vpc" else []):
+            # The EKS group admits only itself; an in-VPC deployer reaches the private endpoint on 443.
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-deployer-{i}", security_group_id=self.cluster_security_group_id, ip_protocol="tcp",
+                from_port=443, to_port=443, cidr_ipv4=cidr, description="pulumi up: the Kubernetes API",
+                opts=child)
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-system",
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
@@ -119,7 +104,7 @@ class EksCluster(pulumi.ComponentResource):
             tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(
                 resource_type="instance", tags={"Name": f"{self.name}-system", **c.tags})],
             opts=child)
-        eks.ManagedNodeGroup(
+        system_nodes = eks.ManagedNodeGroup(
             f"{name}-system",
             cluster=cluster,
             node_role=system_role,
@@ -136,12 +121,19 @@ class EksCluster(pulumi.ComponentResource):
             tags=c.tags,
             opts=child,
         )
+        coredns = aws.eks.Addon(
+            f"{name}-coredns", cluster_name=self.name, addon_name="coredns",
+            configuration_values=json.dumps({"nodeSelector": SYSTEM_NODE_SELECTOR}),
+            resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE", tags=c.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster, system_nodes]))
+        self.cluster = cluster
         self.kubeconfig = cluster.kubeconfig_json
         self.oidc_provider_arn = cluster.oidc_provider_arn
         self.oidc_provider_url = cluster.oidc_provider_url
-        self.cluster_security_group_id = cluster.cluster_security_group_id
+        # Every Kubernetes object goes through this provider, so each one waits for nodes and DNS: Helm
+        # releases that wait for their pods would otherwise time out on a cluster with no node yet.
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True,
-                                     opts=pulumi.ResourceOptions(parent=self))
+                                     opts=pulumi.ResourceOptions(parent=self, depends_on=[system_nodes, coredns]))
         self.register_outputs({"clusterName": self.name, "kubeconfig": pulumi.Output.secret(self.kubeconfig),
                                "oidcProviderArn": self.oidc_provider_arn})
 

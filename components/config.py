@@ -60,6 +60,16 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
 
 
+class Deployer(Model):
+    """Where `pulumi up` runs (laptop, CI runner): it creates Helm releases and Kubernetes objects through
+    the EKS API, so it must reach the endpoint. `public`: the public endpoint admits `cidrs`; `vpc`: the
+    deployer sits inside the cluster's VPC (or a network routed to it) at `cidrs`, and the private endpoint
+    admits them on 443."""
+
+    via: Literal["public", "vpc"]
+    cidrs: list[Cidr] = Field(min_length=1)
+
+
 class Network(Model):
     vpc_cidr: Cidr | None = None
     availability_zones: list[str] = Field(default_factory=list)
@@ -68,10 +78,17 @@ class Network(Model):
     efa_availability_zone: str | None = None
     # CIDRs allowed to reach the EKS API's public endpoint; empty keeps the endpoint private.
     api_public_cidrs: list[Cidr] = Field(default_factory=list)
+    deployer: Deployer | None = None
 
     @property
     def creates_vpc(self) -> bool:
         return self.vpc_id is None
+
+    @property
+    def public_endpoint_cidrs(self) -> list[str]:
+        """Who may use the public endpoint: the listed users plus a deployer that comes that way."""
+        via_public = self.deployer.cidrs if self.deployer and self.deployer.via == "public" else []
+        return list(dict.fromkeys([*self.api_public_cidrs, *via_public]))
 
 
 class SystemNodes(Model):
@@ -135,7 +152,8 @@ class SlurmImages(Model):
 
 
 class Slurm(Model):
-    # Slinky 1.2.x needs Slurm >= 25.11; pyslurm on the login pod must match it.
+    # Slinky 1.2.x needs Slurm >= 25.11; pyslurm on the login pod must match it. A series ("25.11") stands for
+    # the patch release components/slinky/images.py pins for it; a patch ("25.11.6") is used as written.
     version: str = "25.11"
     images: SlurmImages = Field(default_factory=SlurmImages)
     accounting: Accounting = Field(default_factory=Accounting)

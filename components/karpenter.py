@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.cluster import SYSTEM_NODE_SELECTOR, EksCluster, node_role
+from components.cluster import SYSTEM_NODE_SELECTOR, EksCluster
+from components.iam import Scope, aws_scope, node_role
 from components.network import DISCOVERY_TAG
 
 CHART = "oci://public.ecr.aws/karpenter/karpenter"
@@ -48,8 +50,10 @@ class Karpenter(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         cluster_name = args.cluster.name
         self.node_role = node_role(f"{name}-node", child)
+        # The name is a plain string: without the dependency the entry races the cluster it names.
         aws.eks.AccessEntry(f"{name}-node", cluster_name=cluster_name, principal_arn=self.node_role.arn,
-                            type="EC2_LINUX", opts=child)
+                            type="EC2_LINUX",
+                            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster.cluster]))
         # Karpenter's nodes join the EKS-managed cluster security group, found by the discovery tag.
         aws.ec2.Tag(f"{name}-cluster-sg-discovery", resource_id=args.cluster.cluster_security_group_id,
                     key=DISCOVERY_TAG, value=cluster_name, opts=child)
@@ -97,70 +101,103 @@ class Karpenter(pulumi.ComponentResource):
     def _controller_role(self, name: str, args: KarpenterArgs, queue: aws.sqs.Queue,
                          child: pulumi.ResourceOptions) -> aws.iam.Role:
         role = args.cluster.irsa_role(f"{name}-controller", NAMESPACE, SERVICE_ACCOUNT, child)
-        policy = pulumi.Output.all(queue.arn, self.node_role.arn, aws.get_caller_identity_output().account_id).apply(
-            lambda a: json.dumps(controller_policy(args.cluster.name, args.region, a[2], a[0], a[1])))
+        policy = pulumi.Output.all(aws_scope(args.region), queue.arn, self.node_role.arn).apply(
+            lambda a: json.dumps(controller_policy(a[0], args.cluster.name, a[1], a[2])))
         aws.iam.RolePolicy(f"{name}-controller", role=role.id, policy=policy, opts=child)
         return role
 
 
-def controller_policy(cluster: str, region: str, account: str, queue_arn: str, node_role_arn: str) -> dict:
-    """Karpenter's controller policy (its getting-started CloudFormation), scoped to this cluster's tags."""
-    ec2 = f"arn:aws:ec2:{region}"
-    owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned"}
-    resource_owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster}": "owned"}
-    launched = [f"{ec2}:*:{kind}/*" for kind in ("fleet", "instance", "volume", "network-interface", "launch-template")]
-    profile_tags = {"aws:RequestTag/topology.kubernetes.io/region": region, **owned}
+# Upstream's controller IAM, which each statement below repeats with its Sid: aws/karpenter-provider-aws
+# website/content/en/v1.14/getting-started/getting-started-with-karpenter/cloudformation.yaml at 1d927085d
+# (the docs of v1.14.1; ../shared/upstream/karpenter/cloudformation-v1.14.yaml). Its five policies are one
+# inline document here (under 8 KB even for a 100-character cluster name, of the 10,240 characters a role's
+# inline policies may hold). ZonalShiftPolicy is
+# left out: Karpenter calls arc-zonal-shift only with ENABLE_ZONAL_SHIFT, off by default
+# (pkg/operator/options/options.go at v1.14.1).
+CLUSTER_TAG = "kubernetes.io/cluster/{}"
+EKS_CLUSTER_TAG = "eks:eks-cluster-name"
+NODEPOOL_TAG = "karpenter.sh/nodepool"
+NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
+REGION_TAG = "topology.kubernetes.io/region"
+TAGGED_ON_LAUNCH = ("fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request")
+REGIONAL_READS = ("DescribeCapacityReservations", "DescribeImages", "DescribeInstances", "DescribeInstanceStatus",
+                  "DescribeInstanceTypeOfferings", "DescribeInstanceTypes", "DescribeLaunchTemplates",
+                  "DescribePlacementGroups", "DescribeSecurityGroups", "DescribeSpotPriceHistory", "DescribeSubnets")
+
+
+def controller_policy(scope: Scope, cluster: str, queue_arn: str, node_role_arn: str) -> dict[str, Any]:
+    """Karpenter 1.14's controller policy for this cluster, as upstream scopes it."""
+    def ec2(kind: str) -> str:
+        return scope.arn("ec2", f"{kind}/*", account="*")
+
+    request, resource = "aws:RequestTag", "aws:ResourceTag"
+
+    def owned(prefix: str) -> dict[str, str]:
+        return {f"{prefix}/{CLUSTER_TAG.format(cluster)}": "owned"}
+
+    nodepool = {"StringLike": {f"{resource}/{NODEPOOL_TAG}": "*"}}
+    profile = scope.arn("iam", "instance-profile/*", region="")
+    launched = [ec2(kind) for kind in TAGGED_ON_LAUNCH]
+    launch_tags = {**owned(request), f"{request}/{EKS_CLUSTER_TAG}": cluster}
+    profile_request_tags = {**launch_tags, f"{request}/{REGION_TAG}": scope.region}
+    profile_resource_tags = {**owned(resource), f"{resource}/{REGION_TAG}": scope.region}
     return {"Version": "2012-10-17", "Statement": [
-        {"Sid": "AllowScopedEC2InstanceActions", "Effect": "Allow", "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
-         "Resource": [f"{ec2}::image/*", f"{ec2}::snapshot/*", f"{ec2}:*:spot-instances-request/*",
-                      f"{ec2}:*:security-group/*", f"{ec2}:*:subnet/*", f"{ec2}:*:launch-template/*",
-                      f"{ec2}:*:capacity-reservation/*", f"{ec2}:*:placement-group/*"]},
-        {"Sid": "AllowScopedEC2InstanceActionsWithTags", "Effect": "Allow",
-         "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"], "Resource": launched,
-         "Condition": {"StringEquals": owned, "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
-        {"Sid": "AllowScopedResourceCreationTagging", "Effect": "Allow", "Action": "ec2:CreateTags",
-         "Resource": launched,
-         "Condition": {"StringEquals": {**owned, "ec2:CreateAction": ["RunInstances", "CreateFleet",
-                                                                      "CreateLaunchTemplate"]},
-                       "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
-        {"Sid": "AllowScopedResourceTagging", "Effect": "Allow", "Action": "ec2:CreateTags",
-         "Resource": f"{ec2}:*:instance/*",
-         "Condition": {"StringEquals": resource_owned, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
-                       "ForAllValues:StringEquals": {"aws:TagKeys": ["karpenter.sh/nodeclaim", "Name"]}}},
-        {"Sid": "AllowScopedDeletion", "Effect": "Allow",
+        # KarpenterControllerNodeLifecyclePolicy
+        {"Sid": "AllowScopedEC2InstanceAccessActions", "Effect": "Allow",
+         "Resource": [scope.arn("ec2", "image/*", account=""), scope.arn("ec2", "snapshot/*", account=""),
+                      ec2("security-group"), ec2("subnet"), ec2("capacity-reservation"), ec2("placement-group")],
+         "Action": ["ec2:RunInstances", "ec2:CreateFleet"]},
+        {"Sid": "AllowScopedEC2LaunchTemplateAccessActions", "Effect": "Allow", "Resource": ec2("launch-template"),
+         "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+         "Condition": {"StringEquals": owned(resource), **nodepool}},
+        {"Sid": "AllowScopedEC2InstanceActionsWithTags", "Effect": "Allow", "Resource": launched,
+         "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+         "Condition": {"StringEquals": launch_tags, "StringLike": {f"{request}/{NODEPOOL_TAG}": "*"}}},
+        {"Sid": "AllowScopedResourceCreationTagging", "Effect": "Allow", "Resource": launched,
+         "Action": "ec2:CreateTags",
+         "Condition": {"StringEquals": {**launch_tags,
+                                        "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]},
+                       "StringLike": {f"{request}/{NODEPOOL_TAG}": "*"}}},
+        {"Sid": "AllowScopedResourceTagging", "Effect": "Allow", "Resource": ec2("instance"),
+         "Action": "ec2:CreateTags",
+         "Condition": {"StringEquals": owned(resource), **nodepool,
+                       "StringEqualsIfExists": {f"{request}/{EKS_CLUSTER_TAG}": cluster},
+                       "ForAllValues:StringEquals": {"aws:TagKeys": [EKS_CLUSTER_TAG, "karpenter.sh/nodeclaim",
+                                                                     "Name"]}}},
+        {"Sid": "AllowScopedDeletion", "Effect": "Allow", "Resource": [ec2("instance"), ec2("launch-template")],
          "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
-         "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
-         "Condition": {"StringEquals": resource_owned, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
-        {"Sid": "AllowRegionalReadActions", "Effect": "Allow", "Resource": "*",
-         "Action": ["ec2:DescribeAvailabilityZones", "ec2:DescribeCapacityReservations", "ec2:DescribeImages",
-                    "ec2:DescribeInstances", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
-                    "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups",
-                    "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"],
-         "Condition": {"StringEquals": {"aws:RequestedRegion": region}}},
-        {"Sid": "AllowSSMReadActions", "Effect": "Allow", "Action": "ssm:GetParameter",
-         "Resource": f"arn:aws:ssm:{region}::parameter/aws/service/*"},
-        {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Action": "pricing:GetProducts", "Resource": "*"},
-        {"Sid": "AllowInterruptionQueueActions", "Effect": "Allow", "Resource": queue_arn,
-         "Action": ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"]},
-        {"Sid": "AllowPassingInstanceRole", "Effect": "Allow", "Action": "iam:PassRole", "Resource": node_role_arn,
-         "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}},
-        {"Sid": "AllowScopedInstanceProfileCreationActions", "Effect": "Allow", "Action": "iam:CreateInstanceProfile",
-         "Resource": f"arn:aws:iam::{account}:instance-profile/*",
-         "Condition": {"StringEquals": profile_tags, "StringLike": {"aws:RequestTag/karpenter.sh/nodeclass": "*"}}},
-        {"Sid": "AllowScopedInstanceProfileTagActions", "Effect": "Allow", "Action": "iam:TagInstanceProfile",
-         "Resource": f"arn:aws:iam::{account}:instance-profile/*",
-         "Condition": {"StringEquals": {**profile_tags, **resource_owned,
-                                        "aws:ResourceTag/topology.kubernetes.io/region": region},
-                       "StringLike": {"aws:ResourceTag/karpenter.sh/nodeclass": "*",
-                                      "aws:RequestTag/karpenter.sh/nodeclass": "*"}}},
-        {"Sid": "AllowScopedInstanceProfileActions", "Effect": "Allow",
+         "Condition": {"StringEquals": owned(resource), **nodepool}},
+        # KarpenterControllerIAMIntegrationPolicy
+        {"Sid": "AllowPassingInstanceRole", "Effect": "Allow", "Resource": node_role_arn, "Action": "iam:PassRole",
+         "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}}},
+        {"Sid": "AllowScopedInstanceProfileCreationActions", "Effect": "Allow", "Resource": profile,
+         "Action": ["iam:CreateInstanceProfile"],
+         "Condition": {"StringEquals": profile_request_tags,
+                       "StringLike": {f"{request}/{NODECLASS_TAG}": "*"}}},
+        {"Sid": "AllowScopedInstanceProfileTagActions", "Effect": "Allow", "Resource": profile,
+         "Action": ["iam:TagInstanceProfile"],
+         "Condition": {"StringEquals": {**profile_resource_tags, **profile_request_tags},
+                       "StringLike": {f"{resource}/{NODECLASS_TAG}": "*", f"{request}/{NODECLASS_TAG}": "*"}}},
+        {"Sid": "AllowScopedInstanceProfileActions", "Effect": "Allow", "Resource": profile,
          "Action": ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
-         "Resource": f"arn:aws:iam::{account}:instance-profile/*",
-         "Condition": {"StringEquals": {**resource_owned, "aws:ResourceTag/topology.kubernetes.io/region": region},
-                       "StringLike": {"aws:ResourceTag/karpenter.sh/nodeclass": "*"}}},
-        {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow",
-         "Action": ["iam:GetInstanceProfile", "iam:ListInstanceProfiles"],
-         "Resource": f"arn:aws:iam::{account}:instance-profile/*"},
-        {"Sid": "AllowAPIServerEndpointDiscovery", "Effect": "Allow", "Action": "eks:DescribeCluster",
-         "Resource": f"arn:aws:eks:{region}:{account}:cluster/{cluster}"},
+         "Condition": {"StringEquals": profile_resource_tags,
+                       "StringLike": {f"{resource}/{NODECLASS_TAG}": "*"}}},
+        # KarpenterControllerEKSIntegrationPolicy
+        {"Sid": "AllowAPIServerEndpointDiscovery", "Effect": "Allow",
+         "Resource": scope.arn("eks", f"cluster/{cluster}"), "Action": "eks:DescribeCluster"},
+        # KarpenterControllerInterruptionPolicy
+        {"Sid": "AllowInterruptionQueueActions", "Effect": "Allow", "Resource": queue_arn,
+         "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"]},
+        # KarpenterControllerResourceDiscoveryPolicy
+        {"Sid": "AllowRegionalReadActions", "Effect": "Allow", "Resource": "*",
+         "Action": [f"ec2:{action}" for action in REGIONAL_READS],
+         "Condition": {"StringEquals": {"aws:RequestedRegion": scope.region}}},
+        {"Sid": "AllowSSMReadActions", "Effect": "Allow",
+         "Resource": scope.arn("ssm", "parameter/aws/service/*", account=""), "Action": "ssm:GetParameter"},
+        {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Resource": "*", "Action": "pricing:GetProducts"},
+        # IAM authorizes ListInstanceProfiles on `*` only: scoped to instance-profile/* it is always denied.
+        {"Sid": "AllowUnscopedInstanceProfileListAction", "Effect": "Allow", "Resource": "*",
+         "Action": "iam:ListInstanceProfiles"},
+        {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow", "Resource": profile,
+         "Action": "iam:GetInstanceProfile"},
     ]}

@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -48,6 +49,17 @@ def fsx_subnet(network: Network, net: cfg.Network) -> pulumi.Output[str]:
     if zone:
         return network.private_subnet_in(zone)
     return network.private_subnet_ids.apply(lambda ids: ids[0])
+
+
+def csi_controller_policy(region: str) -> dict[str, Any]:
+    """The FSx CSI controller's IAM. The driver documents a policy for dynamic provisioning
+    (kubernetes-sigs/aws-fsx-csi-driver docs/install.md at 5b227125, release v1.9.0 = chart 1.17.0): it
+    creates, resizes and deletes file systems. Provisioning here is static, so of that policy the controller
+    keeps the one read it makes, DescribeFileSystems (ValidateVolumeCapabilities), on `*` because the driver
+    also lists every file system (pkg/cloud/cloud.go pollFileSystems), and only in this region."""
+    return {"Version": "2012-10-17", "Statement": [{
+        "Sid": "DescribeFileSystems", "Effect": "Allow", "Action": "fsx:DescribeFileSystems", "Resource": "*",
+        "Condition": {"StringEquals": {"aws:RequestedRegion": region}}}]}
 
 
 def is_persistent(fsx: cfg.Fsx) -> bool:
@@ -150,10 +162,8 @@ class SharedStorage(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         cluster = args.cluster
         role = cluster.irsa_role(f"{name}-csi-controller", CSI_NAMESPACE, CSI_CONTROLLER_SA, child)
-        aws.iam.RolePolicy(f"{name}-csi-controller", role=role.id, policy=json.dumps({
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Action": "fsx:DescribeFileSystems", "Resource": "*"}]}),
-            opts=child)
+        policy = aws.get_region_output().region.apply(lambda region: json.dumps(csi_controller_policy(region)))
+        aws.iam.RolePolicy(f"{name}-csi-controller", role=role.id, policy=policy, opts=child)
         return k8s.helm.v3.Release(
             f"{name}-csi-driver", name=CSI_CHART, chart=CSI_CHART, version=CSI_CHART_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CSI_CHART_REPO), namespace=CSI_NAMESPACE,

@@ -16,7 +16,7 @@ from components import catalog
 from components.config import ClusterConfig, Partition
 from components.names import WORLD_CIDRS
 from components.problems import Problem, Severity
-from components.slinky.images import SERIES_OS, release_series
+from components.slinky.images import SERIES, SLINKY_REGISTRY, release_series
 
 MIN_KUBERNETES = (1, 29)  # Slinky 1.2.x needs Kubernetes >= 1.29
 MIN_SLURM = (25, 11)  # and Slurm >= 25.11
@@ -28,6 +28,8 @@ MAX_PARTITION_NAME = 40  # leaves room for the prefixes of NodePool/NodeSet/Serv
 REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 SSH_KEY = re.compile(r"^(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
                      r" [A-Za-z0-9+/=]+( .*)?$")
+# Slinky's `<series>-<os>` tags (25.11-ubuntu24.04) move to each new patch release.
+SLINKY_SERIES_TAG = re.compile(r":\d+\.\d+-[^:]*$")
 S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
 
 
@@ -193,6 +195,28 @@ def api_endpoint_open(c: ClusterConfig) -> Iterator[Finding]:
                           "list your office/VPN/CI ranges instead, or leave it empty for a private endpoint")
 
 
+@rule("api-deployer")
+def api_deployer(c: ClusterConfig) -> Iterator[Finding]:
+    """`pulumi up` installs Helm releases and Kubernetes objects through the EKS API: from where?"""
+    net, deployer = c.network, c.network.deployer
+    if deployer is None:
+        if not net.api_public_cidrs:
+            yield Finding("network.deployer", None,
+                          "the EKS API endpoint is private and nothing says where `pulumi up` runs: from a "
+                          "laptop or a hosted CI runner every Helm release and Kubernetes object would fail",
+                          "add network.deployer: {via: public, cidrs: [<your CI/office range>]}, or {via: vpc, "
+                          "cidrs: [...]} for a runner inside the VPC (docs/operating.md, Deploying privately)")
+        return
+    if deployer.via == "vpc" and net.creates_vpc:
+        yield Finding("network.deployer.via", "vpc",
+                      "a deployer inside the VPC cannot exist before the `pulumi up` that creates the VPC",
+                      "deploy into an existing VPC (network.vpcId) that holds the runner, or use via: public")
+    for i, cidr in enumerate(deployer.cidrs):
+        if cidr in WORLD_CIDRS:
+            yield Finding(f"network.deployer.cidrs[{i}]", cidr, "the whole internet is not a deployer",
+                          "list the CI runner's or office's range")
+
+
 # --- storage -------------------------------------------------------------------------------------------
 
 @rule("fsx-capacity")
@@ -261,7 +285,8 @@ def login_public_ssh(c: ClusterConfig) -> Iterator[Finding]:
         if cidr in WORLD_CIDRS and not login.allow_public_ssh:
             yield Finding(f"slurm.login.allowedCidrs[{i}]", cidr,
                           "SSH to the login pods would be open to the whole internet",
-                          "list your office/VPN ranges, or set slurm.login.allowPublicSsh: true to mean it")
+                          "list your office/VPN ranges, or set slurm.login.allowPublicSsh: true to mean it (the "
+                          "policy pack's no-world-ssh rule also needs a waiver in policy/config/<stack>.json)")
 
 
 @rule("login-ssh-keys")
@@ -290,9 +315,9 @@ def slurm_version(c: ClusterConfig) -> Iterator[Finding]:
     if not m or (int(m.group(1)), int(m.group(2))) < MIN_SLURM:
         yield Finding("slurm.version", version, "Slinky 1.2.x runs Slurm 25.11 and newer only",
                       'use "25.11" (or a patch release such as "25.11.6"), quoted')
-    elif release_series(version) not in SERIES_OS:
+    elif release_series(version) not in SERIES:
         yield Finding("slurm.version", version, f"Slinky publishes no images for Slurm {release_series(version)}",
-                      f"use one of {', '.join(SERIES_OS)}, or set every slurm.images entry yourself")
+                      f"use one of {', '.join(SERIES)}, or set every slurm.images entry yourself")
 
 
 @rule("image-pinned")
@@ -301,9 +326,10 @@ def image_pinned(c: ClusterConfig) -> Iterator[Finding]:
     images |= {f"partitions.{n}.image": p.image for n, p in c.partitions.items() if p.image}
     for path, image in images.items():
         name = image.rsplit("/", 1)[-1]
-        if "@sha256:" not in name and (":" not in name or name.endswith(":latest")):
+        series_tag = image.startswith(f"{SLINKY_REGISTRY}/") and SLINKY_SERIES_TAG.search(name)
+        if "@sha256:" not in name and (":" not in name or name.endswith(":latest") or series_tag):
             yield Finding(path, image, "not pinned: a moving tag changes what runs at the next node start",
-                          "name an exact tag or digest, e.g. repo/image:25.11-ubuntu24.04 or repo/image@sha256:...")
+                          "name an exact tag or digest, e.g. repo/image:25.11.6-ubuntu24.04 or repo/image@sha256:...")
 
 
 # --- partitions ----------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Protocol
 
 # A value only known after deploy. The offline plan writes this marker, and the online pack maps
@@ -36,6 +37,23 @@ ResourceCheck = Callable[[str, Mapping[str, Any]], list[str]]
 """(resource type, inputs) -> one message per problem."""
 StackCheck = Callable[[Sequence[Resource]], list[tuple[str, str]]]
 """all resources -> (urn, message) per problem, for rules that relate resources to each other."""
+Settings = Mapping[str, Any]
+"""A rule's properties from the pack's config (policy/pack_config.py): pulumi-policy's `args.get_config()`."""
+NO_SETTINGS: Settings = MappingProxyType({})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Waiver:
+    """An exception to a rule for some resources of one stack. The pack's owners grant it in that stack's pack
+    config (policy/config/<stack>.json), never the stack being checked: a boolean property of the rule's
+    pulumi-policy config schema, false unless set."""
+
+    key: str
+    description: str
+    covers: Callable[[str, Mapping[str, Any]], bool]  # (resource type, inputs) -> excused when granted
+
+    def excuses(self, resource: Resource, settings: Settings) -> bool:
+        return settings.get(self.key) is True and self.covers(resource.type, resource.inputs)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,11 +64,19 @@ class ResourceRule:
     types: frozenset[str]
     check: ResourceCheck
     enforcement: Enforcement = Enforcement.mandatory
+    waiver: Waiver | None = None
 
-    def evaluate(self, resource: Resource) -> list[Violation]:
-        if resource.type not in self.types:
+    @property
+    def config_schema(self) -> dict[str, dict[str, Any]]:
+        """JSON schema of each config property (pulumi-policy's PolicyConfigSchema.properties)."""
+        if self.waiver is None:
+            return {}
+        return {self.waiver.key: {"type": "boolean", "default": False, "description": self.waiver.description}}
+
+    def evaluate(self, resource: Resource, settings: Settings = NO_SETTINGS) -> list[Violation]:
+        if resource.type not in self.types or (self.waiver and self.waiver.excuses(resource, settings)):
             return []
-        return [Violation(self, resource.urn, m) for m in self.check(resource.type, resource.inputs)]
+        return [Violation(self, resource.urn, m, self.enforcement) for m in self.check(resource.type, resource.inputs)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,8 +87,12 @@ class StackRule:
     check: StackCheck
     enforcement: Enforcement = Enforcement.mandatory
 
+    @property
+    def config_schema(self) -> dict[str, dict[str, Any]]:
+        return {}  # no stack rule takes settings yet
+
     def evaluate(self, resources: Sequence[Resource]) -> list[Violation]:
-        return [Violation(self, urn, m) for urn, m in self.check(resources)]
+        return [Violation(self, urn, m, self.enforcement) for urn, m in self.check(resources)]
 
 
 Rule = ResourceRule | StackRule
@@ -73,6 +103,7 @@ class Violation:
     rule: Rule
     urn: str
     message: str
+    enforcement: Enforcement  # the rule's, or what the pack's config sets for this stack
 
 
 def dig(value: Any, *path: str) -> Any:

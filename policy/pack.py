@@ -12,6 +12,7 @@ from typing import Any
 from pulumi_policy import (
     EnforcementLevel,
     Policy,
+    PolicyConfigSchema,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
@@ -20,7 +21,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from policy.model import UNKNOWN, Enforcement, ResourceRule, StackRule, Violation
+from policy.model import UNKNOWN, Enforcement, ResourceRule, Rule, StackRule, Violation
 from policy.ruleset import RULES
 
 LEVELS = {Enforcement.mandatory: EnforcementLevel.MANDATORY, Enforcement.advisory: EnforcementLevel.ADVISORY}
@@ -58,13 +59,20 @@ def _report(violations: list[Violation], report: ReportViolation, with_urn: bool
         report(f"{v.message}. Fix: {v.rule.fix}", v.urn if with_urn else None)
 
 
+def config_schema(rule: Rule) -> PolicyConfigSchema | None:
+    """What the pack's config (policy/config/<stack>.json) may set for this rule; Pulumi validates the file
+    against it and fills in the defaults before the pack sees `args.get_config()`."""
+    return PolicyConfigSchema(properties=dict(rule.config_schema)) if rule.config_schema else None
+
+
 def resource_policy(rule: ResourceRule) -> ResourceValidationPolicy:
     def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
         resource = PreviewResource(args.urn, args.resource_type, args.name, plain(args.props), ())
-        _report(rule.evaluate(resource), report, with_urn=False)
+        _report(rule.evaluate(resource, args.get_config()), report, with_urn=False)
 
     return ResourceValidationPolicy(name=rule.name, description=rule.description, validate=validate,
-                                    enforcement_level=LEVELS[rule.enforcement], remediation_steps=rule.fix)
+                                    enforcement_level=LEVELS[rule.enforcement], remediation_steps=rule.fix,
+                                    config_schema=config_schema(rule))
 
 
 def stack_policy(rule: StackRule) -> StackValidationPolicy:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.names import ALLOW_PUBLIC_SSH_ANNOTATION
-from policy.model import UNKNOWN, ResourceRule, dig, enabled, items
+from policy.model import UNKNOWN, ResourceRule, Waiver, dig, enabled, items
 from policy.network import INGRESS_TYPES, WORLD, ingress_of
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -22,10 +21,6 @@ LOGIN_SET = "kubernetes:slinky.slurm.net/v1beta1:LoginSet"
 
 EBS_CSI = "ebs.csi.aws.com"
 SSH_PORT = 22
-# The one way to expose SSH to the internet on purpose. The login component sets it on the login
-# Service when the stack says `slurm.login.allowPublicSsh: true`; it sits on the resource it excuses, so
-# `pulumi preview`, the offline plan and the PR diff all see the same decision.
-ALLOW_PUBLIC_SSH = ALLOW_PUBLIC_SSH_ANNOTATION
 _INTERNAL_LB = {"service.beta.kubernetes.io/aws-load-balancer-internal": "true",
                 "service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"}
 
@@ -103,7 +98,7 @@ def no_world_ssh(type_: str, inputs: Mapping[str, Any]) -> list[str]:
 
 def _load_balancer_open(annotations: Mapping[str, Any], spec: Mapping[str, Any]) -> str | None:
     """Why a Service's load balancer takes SSH from the whole internet, or None."""
-    if spec.get("type") != "LoadBalancer" or annotations.get(ALLOW_PUBLIC_SSH) == "true":
+    if spec.get("type") != "LoadBalancer":
         return None
     if any(annotations.get(key) == value for key, value in _INTERNAL_LB.items()):
         return None  # an internal load balancer: reachable from the VPC only
@@ -219,11 +214,17 @@ RDS_DELETION_PROTECTION = ResourceRule(
 NO_WORLD_SSH = ResourceRule(
     name="no-world-ssh",
     description="SSH (22) is not open to 0.0.0.0/0 or ::/0: security group rules and the login load balancer.",
-    fix=f"list office/VPN ranges in slurm.login.allowedCidrs (or leave it empty for an internal NLB); to expose "
-        f"SSH to the internet on purpose set slurm.login.allowPublicSsh: true, which marks the login Service "
-        f"with the {ALLOW_PUBLIC_SSH}: \"true\" annotation",
+    fix="list office/VPN ranges in slurm.login.allowedCidrs (or leave it empty for an internal NLB); only the "
+        "policy pack's owners can let the login load balancer take SSH from the internet, with "
+        "allowPublicLoginSsh in that stack's policy/config/<stack>.json",
     types=frozenset({*INGRESS_TYPES, SERVICE, LOGIN_SET}),
     check=no_world_ssh,
+    waiver=Waiver(
+        key="allowPublicLoginSsh",
+        description="The Slurm login load balancer (the LoginSet's Service) of this stack may take SSH from "
+                    "0.0.0.0/0 or ::/0. Security group rules stay covered.",
+        covers=lambda type_, _inputs: type_ == LOGIN_SET,
+    ),
 )
 EKS_API_NOT_WORLD = ResourceRule(
     name="eks-api-not-world",

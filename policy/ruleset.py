@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from policy.model import Resource, ResourceRule, StackRule, Violation
+from policy.pack_config import PackConfig, parse
 from policy.rules import RESOURCE_RULES
 from policy.stack_rules import STACK_RULES
 
 RULES: tuple[ResourceRule | StackRule, ...] = (*RESOURCE_RULES, *STACK_RULES)
 
 
-def evaluate(resources: Sequence[Resource]) -> list[Violation]:
-    """All violations of all rules, resource rules first, each in resource order."""
-    found = [v for rule in RESOURCE_RULES for r in resources for v in rule.evaluate(r)]
-    return found + [v for rule in STACK_RULES for v in rule.evaluate(resources)]
+def evaluate(resources: Sequence[Resource], config: PackConfig | None = None) -> list[Violation]:
+    """All violations of all rules, resource rules first, each in resource order. `config` (the stack's pack
+    config; default: none) disables rules, sets their levels and their settings, as Pulumi does online."""
+    config = config or parse({}, RULES)
+    found = []
+    for rule in RULES:
+        level = config.level(rule)
+        if level is None:
+            continue
+        if isinstance(rule, ResourceRule):
+            violations = [v for r in resources for v in rule.evaluate(r, config.settings_of(rule))]
+        else:
+            violations = rule.evaluate(resources)
+        found += [replace(v, enforcement=level) for v in violations]
+    return found

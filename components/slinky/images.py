@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from components import catalog
@@ -11,8 +12,18 @@ from components.scheduling import partition_instance
 Daemon = Literal["slurmctld", "slurmd", "slurmdbd", "slurmrestd", "login"]
 
 SLINKY_REGISTRY = "ghcr.io/slinkyproject"
-# Slinky publishes each Slurm release series on one base OS.
-SERIES_OS = {"25.11": "ubuntu24.04", "26.05": "ubuntu26.04"}
+
+
+@dataclass(frozen=True)
+class Series:
+    patch: str  # the release `slurm.version: <series>` stands for
+    os: str  # the base OS of Slinky's images of this series
+
+
+# Slinky tags each image `<series>-<os>`, which moves to every new patch release, and `<patch>-<os>`, which
+# does not (SlinkyProject/containers schedmd/slurm/docker-bake.hcl, format_tag). We use the second: the
+# patches are `slurm_version` in schedmd/slurm/<series>/<os>/slurm.hcl at 05efda08.
+SERIES = {"25.11": Series("25.11.6", "ubuntu24.04"), "26.05": Series("26.05.1", "ubuntu26.04")}
 # The pyxis variants carry enroot + pyxis, so `srun --container-image=...` runs steps in a training image.
 SLINKY_REPOSITORIES: dict[Daemon, str] = {
     "slurmctld": "slurmctld",
@@ -34,12 +45,19 @@ def release_series(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
+def patch_release(version: str) -> str:
+    """`slurm.version` as a patch release: "25.11" -> the patch pinned for that series, "25.11.6" -> itself."""
+    return SERIES[version].patch if version in SERIES else version
+
+
 def slurm_image(slurm: Slurm, daemon: Daemon) -> str:
-    """`slurm.images.<daemon>` if set, else Slinky's image of `slurm.version` (validated to a known series)."""
+    """`slurm.images.<daemon>` if set, else Slinky's image of `slurm.version` (validated to a known series),
+    by the tag of its patch release."""
     override: str | None = getattr(slurm.images, daemon)
     if override:
         return override
-    return f"{SLINKY_REGISTRY}/{SLINKY_REPOSITORIES[daemon]}:{slurm.version}-{SERIES_OS[release_series(slurm.version)]}"
+    flavor = SERIES[release_series(slurm.version)].os
+    return f"{SLINKY_REGISTRY}/{SLINKY_REPOSITORIES[daemon]}:{patch_release(slurm.version)}-{flavor}"
 
 
 def training_image(partition: Partition) -> str | None:

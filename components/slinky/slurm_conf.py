@@ -1,8 +1,16 @@
-"""The Slurm configuration text we add to what the operator generates (slurm.conf, gres.conf, plugstack.conf).
+"""The Slurm configuration text we add to what the operator generates (slurm.conf, cgroup.conf, gres.conf,
+plugstack.conf).
 
 Since Slinky 1.2 the operator no longer sets `GresTypes=gpu`: a GPU partition needs all three of
 `GresTypes=gpu` (slurm.conf), `AutoDetect=nvidia` (gres.conf) and `Gres=gpu:<n>` (the NodeSet's slurmd
 `--conf`). Missing any one leaves `--gpus-per-node` jobs pending forever.
+
+Jobs share nodes, so each is fenced into what it was given. The operator's slurm.conf (v1.2.1
+internal/builder/controllerbuilder/controller_config.go buildSlurmConf) names none of the plugins below and
+merges only SlurmctldParameters, AuthInfo and AuthAltParameters with extraConf; it writes its own cgroup.conf
+(`CgroupPlugin=cgroup/v2`, `IgnoreSystemd=yes`) only when no configFileRefs ConfigMap has one, so ours
+keeps those two lines. Keys and values: slurm.conf(5) and cgroup.conf(5) of Slurm 25.11 (SchedMD/slurm
+slurm-25-11-6-1, doc/man/man5).
 """
 
 from __future__ import annotations
@@ -10,6 +18,31 @@ from __future__ import annotations
 from components.catalog import InstanceType
 from components.config import ClusterConfig, Partition
 
+SLURM_CONF: dict[str, str] = {
+    # 25.11's defaults, written out because the lines below depend on them: memory is a consumable resource,
+    # which MemSpecLimit (how slurmd's image keeps Slurm within the pod's memory) and ConstrainRAMSpace need.
+    "SelectType": "select/cons_tres",
+    "SelectTypeParameters": "CR_Core_Memory",
+    # The man page's recommendation: task/affinity sets each task's CPU mask, task/cgroup fences the job into
+    # its cores, memory and GRES devices (cgroup.conf below).
+    "TaskPlugin": "task/cgroup,task/affinity",
+    "ProctrackType": "proctrack/cgroup",
+    "JobAcctGatherType": "jobacct_gather/cgroup",
+}
+GPU_CONF: dict[str, str] = {
+    "GresTypes": "gpu",
+    # GPU-hours in sacct and in fair share (also records gres/gpumem and gres/gpuutil).
+    "AccountingStorageTRES": "gres/gpu",
+}
+CGROUP_CONF: dict[str, str] = {
+    "CgroupPlugin": "cgroup/v2",
+    "IgnoreSystemd": "yes",  # slurmd runs in a container with no systemd
+    "ConstrainCores": "yes",
+    "ConstrainRAMSpace": "yes",
+    # A job sees only the GPUs it was allocated. Devices that are not GRES (Neuron, EFA) stay open: the
+    # cgroup/v2 device filter's default action is accept (src/plugins/cgroup/v2/cgroup_v2.c close_ebpf_prog).
+    "ConstrainDevices": "yes",
+}
 GRES_CONF = "AutoDetect=nvidia\n"
 # A glob, so slurmctld (which has no pyxis) does not fail on the include; slurmd and login have pyxis.
 PLUGSTACK_CONF = "include /usr/share/pyxis/*\n"
@@ -19,14 +52,18 @@ def has_gpu_partition(instances: dict[str, InstanceType]) -> bool:
     return any(i.accelerator == "nvidia" for i in instances.values())
 
 
-def controller_extra_conf(instances: dict[str, InstanceType]) -> str | None:
+def lines(options: dict[str, str]) -> str:
+    return "".join(f"{key}={value}\n" for key, value in options.items())
+
+
+def controller_extra_conf(instances: dict[str, InstanceType]) -> str:
     """Lines appended to slurm.conf."""
-    return "GresTypes=gpu" if has_gpu_partition(instances) else None
+    return lines(SLURM_CONF | (GPU_CONF if has_gpu_partition(instances) else {}))
 
 
 def config_files(instances: dict[str, InstanceType]) -> dict[str, dict[str, str]]:
     """ConfigMaps (name -> files) mounted into /etc/slurm and served to slurmd and login by configless."""
-    files = {"slurm-plugstack": {"plugstack.conf": PLUGSTACK_CONF}}
+    files = {"slurm-plugstack": {"plugstack.conf": PLUGSTACK_CONF}, "slurm-cgroup": {"cgroup.conf": lines(CGROUP_CONF)}}
     if has_gpu_partition(instances):
         files["slurm-gres"] = {"gres.conf": GRES_CONF}
     return files

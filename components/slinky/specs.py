@@ -9,9 +9,11 @@ from typing import Any
 
 import pulumi
 
+from components import catalog
+from components.catalog import Resources
 from components.cluster import SYSTEM_NODE_SELECTOR
-from components.config import ClusterConfig
-from components.names import ALLOW_PUBLIC_SSH_ANNOTATION, SHARED_MOUNT, SHARED_PVC
+from components.config import ClusterConfig, Partition
+from components.names import SHARED_MOUNT, SHARED_PVC
 from components.scheduling import (
     device_requests,
     node_labels,
@@ -53,6 +55,57 @@ NLB_TYPE = "service.beta.kubernetes.io/aws-load-balancer-type"
 NLB_INTERNAL = "service.beta.kubernetes.io/aws-load-balancer-internal"
 
 
+# What the DaemonSets on a partition node request (scheduler room the slurmd pod must leave), per the
+# charts and add-ons this project installs there:
+DAEMONSET_REQUESTS: dict[str, Resources] = {
+    # aws/amazon-vpc-cni-k8s v1.23.0 charts/aws-vpc-cni/values.yaml: aws-node 25m, its node agent nothing.
+    "aws-node": Resources(25, 0),
+    # EKS's kube-proxy add-on: 100m.
+    "kube-proxy": Resources(100, 0),
+    # kubernetes-sigs/aws-ebs-csi-driver helm-chart-aws-ebs-csi-driver-2.64.0: node 10m/40Mi (values.yaml),
+    # node-driver-registrar and liveness-probe 10m/32Mi (templates/_node.tpl); tolerateAllTaints: true.
+    "ebs-csi-node": Resources(30, 104),
+    # kubernetes-sigs/aws-fsx-csi-driver helm-chart-aws-fsx-csi-driver-1.17.0 values.yaml: node 10m/40Mi,
+    # two sidecars 10m/32Mi each (components/storage.py tolerates every taint).
+    "fsx-csi-node": Resources(30, 104),
+    # aws/eks-charts stable/aws-efa-k8s-device-plugin v0.5.20 (de5fdc1d) values.yaml: 10m/20Mi.
+    "aws-efa-k8s-device-plugin": Resources(10, 20),
+}
+# DaemonSets that request no memory still use some: nvidia-device-plugin 0.19.3 and the Neuron device plugin
+# (resources: {}), prometheus-node-exporter 4.56.1 of kube-prometheus-stack 88.2.0 (resources: {}, tolerates
+# every NoSchedule taint), aws-node and kube-proxy (CPU requests only). About 100 MiB each stays free for them.
+UNREQUESTED_HEADROOM = Resources(0, 512)
+# Slinky's logfile sidecar only copies slurmd's log FIFO to stdout (v1.2.1 internal/builder/common/scripts/
+# logfile.sh), but it too needs requests == limits for the pod to be Guaranteed.
+LOGFILE = Resources(100, 32)
+
+
+def guaranteed(resources: Resources, extra: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """requests == limits, the Guaranteed QoS class: under node memory pressure the kubelet evicts every
+    BestEffort and Burstable pod first."""
+    cpu, memory = resources.cpu_millis, resources.memory_mib
+    amounts = {"cpu": f"{cpu // 1000}" if cpu % 1000 == 0 else f"{cpu}m",
+               "memory": f"{memory // 1024}Gi" if memory % 1024 == 0 else f"{memory}Mi", **(extra or {})}
+    return {"requests": amounts, "limits": dict(amounts)}
+
+
+def slurmd_resources(partition: Partition) -> Resources:
+    """The slurmd container's CPU and memory: what the smallest node of the partition leaves to pods
+    (`catalog.allocatable`), less the DaemonSets, their headroom and the logfile sidecar. Whole cores, since
+    Slinky's slurmd image turns the CPU limit into `CoreSpecCount` by whole cores; whole GiB."""
+    nodes = [catalog.allocatable(catalog.lookup(t)) for t in partition.instance_types]
+    smallest = Resources(min(n.cpu_millis for n in nodes), min(n.memory_mib for n in nodes))
+    free = smallest - sum(DAEMONSET_REQUESTS.values(), UNREQUESTED_HEADROOM + LOGFILE)
+    core = 1000 * catalog.THREADS_PER_CORE
+    return Resources(free.cpu_millis // core * core, free.memory_mib // 1024 * 1024)
+
+
+def logfile_sidecar(image: str) -> dict[str, Any]:
+    """Slinky v1.2.1 adds a `logfile` sidecar to slurmctld and slurmd pods but gives it no image (its Helm
+    chart sets a floating alpine:latest): the daemon's own image has the shell tools it runs."""
+    return {"image": image, "resources": guaranteed(LOGFILE)}
+
+
 @dataclass(frozen=True)
 class SecretKey:
     name: str
@@ -87,13 +140,14 @@ def controller_spec(config: ClusterConfig, cluster_name: str, storage_class: pul
                     config_maps: list[str]) -> dict[str, Any]:
     instances = {name: partition_instance(p) for name, p in config.partitions.items()}
     image = slurm_image(config.slurm, "slurmctld")
-    spec: dict[str, Any] = {
+    return {
         "clusterName": cluster_name,  # what sacct/sacctmgr show; one accounting database can hold several
         "slurmKeyRef": SLURM_KEY.ref,
         "jwtKeyRef": JWT_KEY.ref,
         "accountingRef": {"name": CONTROLLER},
         "slurmctld": {"image": image},
         "reconfigure": {"image": image},
+        "logfile": logfile_sidecar(image),
         "configFileRefs": [{"name": n} for n in config_maps],
         # Save-state survives pod restarts: jobs, reservations and node states come back with slurmctld.
         "persistence": {"enabled": True, "storageClassName": storage_class, "accessModes": ["ReadWriteOnce"],
@@ -102,11 +156,8 @@ def controller_spec(config: ClusterConfig, cluster_name: str, storage_class: pul
         "metrics": {"enabled": True, "serviceMonitor": {
             "enabled": True, "interval": "30s", "endpoints": [{"path": p} for p in METRICS_ENDPOINTS]}},
         "template": on_system_nodes(),
+        "extraConf": slurm_conf.controller_extra_conf(instances),
     }
-    extra = slurm_conf.controller_extra_conf(instances)
-    if extra:
-        spec["extraConf"] = extra
-    return spec
 
 
 def accounting_spec(config: ClusterConfig, db: Database) -> dict[str, Any]:
@@ -136,8 +187,6 @@ def login_service(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> dict[st
     if not ranges:  # nobody named from outside: an internal NLB, reachable from the VPC only
         annotations[NLB_INTERNAL] = "true"
         ranges = [vpc_cidr]
-    if config.slurm.login.allow_public_ssh:
-        annotations[ALLOW_PUBLIC_SSH_ANNOTATION] = "true"
     return {"metadata": {"annotations": annotations}, "port": 22,
             "spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": ranges}}
 
@@ -163,18 +212,25 @@ def loginset_spec(config: ClusterConfig, vpc_cidr: pulumi.Input[str], partitions
 
 def nodeset_spec(name: str, config: ClusterConfig) -> dict[str, Any]:
     """One slurmd pod per node of the partition's NodePool: it tolerates and selects that NodePool's nodes and
-    requests every accelerator and EFA interface, so no second slurmd fits."""
+    requests every accelerator and EFA interface, so no second slurmd fits, and the node's CPU and memory as a
+    Guaranteed pod. The operator hands slurmd's limits to its image as POD_CPUS/POD_MEMORY (slurm-operator
+    v1.2.1 worker_app.go getResourceLimits), which become `CoreSpecCount`/`MemSpecLimit` against what `slurmd
+    -C` finds on the host (SlinkyProject/containers 05efda08 schedmd/slurm/25.11/ubuntu24.04/files/usr/local/
+    bin/slurmd-entrypoint.sh): Slurm schedules only what the pod has. No CPUs or RealMemory in extraConf, or
+    the host's share would be taken off twice."""
     partition = config.partitions[name]
     instance = partition_instance(partition)
     devices = device_requests(instance, partition_efa_interfaces(partition))
+    image = slurm_image(config.slurm, "slurmd")
     spec: dict[str, Any] = {
         "controllerRef": {"name": CONTROLLER},
         "replicas": partition.min_nodes,
         "slurmd": {
-            "image": slurm_image(config.slurm, "slurmd"),
-            "resources": {"requests": devices, "limits": devices},
+            "image": image,
+            "resources": guaranteed(slurmd_resources(partition), devices),
             "volumeMounts": [SHARED_VOLUME_MOUNT, SHM_VOLUME_MOUNT],
         },
+        "logfile": logfile_sidecar(image),
         "partition": {"enabled": True, "config": slurm_conf.partition_conf(name, config)},
         "template": {"spec": {
             "nodeSelector": node_labels(name, instance),

@@ -13,6 +13,7 @@ from rich.tree import Tree
 
 from components.problems import ConfigError
 from components.stackfile import STACKS_DIR, load_stack
+from scripts.cli.check import check
 from scripts.cli.policy import policy
 from scripts.cli.preflight import preflight
 from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config, print_problems
@@ -26,6 +27,7 @@ app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.command()(preflight)
 app.command()(policy)
+app.command()(check)
 out = Console(soft_wrap=True)
 
 StackOpt = Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")]

@@ -9,20 +9,28 @@ import typer
 
 from components.problems import ConfigError
 from components.stackfile import STACKS_DIR
+from policy.pack_config import PackConfigError
 from scripts.checks.policy import blocking, check_stack, render, summary
-from scripts.cli.problems import fail_config
+from scripts.cli.problems import CONFIG_ERROR_EXIT, fail_config
 
 
 def policy(
     stack: Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")],
     stacks_dir: Annotated[Path, typer.Option(help="directory holding the Pulumi.<stack>.yaml files")] = STACKS_DIR,
+    policy_pack_config: Annotated[Path | None, typer.Option(
+        help="the pack's config for this stack, as `pulumi preview --policy-pack-config` takes it "
+             "[default: policy/config/<stack>.json if it exists]")] = None,
 ) -> None:
-    """Plan the stack offline and check it against the policy pack (policy/); exit 1 on a mandatory violation."""
+    """Plan the stack offline and check it against the policy pack (policy/) and its config for the stack;
+    exit 1 on a mandatory violation."""
     try:
-        plan, violations = check_stack(stack, stacks_dir)
+        plan, config, violations = check_stack(stack, stacks_dir, policy_pack_config)
     except ConfigError as exc:
         raise fail_config(exc) from None
+    except (PackConfigError, OSError) as exc:
+        typer.echo(f"policy pack config: {exc}", err=True)
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
     typer.echo(render(violations), nl=False)
-    typer.echo(summary(plan, violations))
+    typer.echo(summary(plan, config, violations))
     if blocking(violations):
         raise typer.Exit(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +57,7 @@ def diff_values(old: Any, new: Any, path: str = "") -> list[PropertyChange]:
         return out
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         return [c for i, (a, b) in enumerate(zip(old, new, strict=True)) for c in diff_values(a, b, f"{path}[{i}]")]
-    if old == new:
+    if old == new and type(old) is type(new):  # 1 == True == 1.0 in Python; not in a plan
         return []
     return [PropertyChange(path, None if old is _MISSING else old, None if new is _MISSING else new)]
 
@@ -88,16 +89,19 @@ def render_markdown(d: PlanDiff, title: str = "Offline plan diff") -> str:
     lines = [f"### {title}", "",
              f"**{len(d.added)}** to add, **{len(d.changed)}** to change, **{len(d.removed)}** to remove", "",
              "| | type | name |", "| --- | --- | --- |"]
-    lines += [f"| + | `{r.type}` | `{r.name}` |" for r in d.added]
-    lines += [f"| - | `{r.type}` | `{r.name}` |" for r in d.removed]
-    lines += [f"| ~ | `{r.type}` | `{r.name}` |" for r, _ in d.changed]
+    lines += [f"| + | `{_cell(r.type)}` | `{_cell(r.name)}` |" for r in d.added]
+    lines += [f"| - | `{_cell(r.type)}` | `{_cell(r.name)}` |" for r in d.removed]
+    lines += [f"| ~ | `{_cell(r.type)}` | `{_cell(r.name)}` |" for r, _ in d.changed]
     for r, changes in d.changed:
-        lines += ["", f"<details><summary><code>{r.type} {r.name}</code>: {len(changes)} properties</summary>",
+        summary = html.escape(f"{r.type} {r.name}")
+        count = f"{len(changes)} propert{'y' if len(changes) == 1 else 'ies'}"
+        lines += ["", f"<details><summary><code>{summary}</code>: {count}</summary>",
                   "", "| property | old | new |", "| --- | --- | --- |"]
-        lines += [f"| `{c.path}` | `{_md(c.old)}` | `{_md(c.new)}` |" for c in changes]
+        lines += [f"| `{_cell(c.path)}` | `{_cell(_value(c.old))}` | `{_cell(_value(c.new))}` |" for c in changes]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
 
-def _md(v: Any) -> str:
-    return _value(v).replace("|", "\\|").replace("`", "'")
+def _cell(text: str) -> str:
+    """Text for a code span in a table cell: a `|` would end the cell, a backtick the span."""
+    return text.replace("|", "\\|").replace("`", "'").replace("\n", " ")

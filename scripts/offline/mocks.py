@@ -45,8 +45,59 @@ def _digest(*parts: str, n: int = 17) -> str:
 
 
 def cluster_security_group_id(cluster_name: str) -> str:
-    """The EKS-created security group every node carries, as the mocked cluster reports it."""
+    """The security group EKS itself creates for the cluster (`eks-cluster-sg-<name>-<id>`): on the control
+    plane's network interfaces and on every managed node."""
     return f"sg-0{_digest(cluster_name, 'cluster-sg')}"
+
+
+def pulumi_eks_security_group_ids(cluster_name: str) -> tuple[str, str]:
+    """The control-plane and node groups pulumi-eks creates unless `skipDefaultSecurityGroups` is set."""
+    return (f"sg-0{_digest(cluster_name, 'eksClusterSecurityGroup')}",
+            f"sg-0{_digest(cluster_name, 'nodeSecurityGroup')}")
+
+
+_ALL = {"protocol": "-1", "fromPort": 0, "toPort": 0}
+EKS_SG_SOURCE = ("docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html (Default cluster security group: "
+                 "inbound all from self; outbound all to 0.0.0.0/0 and to self; tags kubernetes.io/cluster/<name>"
+                 "=owned, aws:eks:cluster-name)")
+PULUMI_EKS_SOURCE = ("pulumi/pulumi-eks nodejs/eks/cluster/cluster.ts (eksClusterSecurityGroup, "
+                     "eksClusterInternetEgressRule; clusterSecurityGroupId = core.clusterSecurityGroup?.id ?? "
+                     "core.cluster.vpcConfig.clusterSecurityGroupId) and nodejs/eks/nodes/securitygroup.ts "
+                     "(createNodeGroupSecurityGroup), at 7bf0c1b1 (2026-08-12)")
+
+
+def eks_security_groups(cluster_urn: str, cluster_name: str, inputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The security groups an `eks.Cluster` brings, modelled from their sources. `role` says who carries
+    each: `control-plane` (the API endpoint's network interfaces) or `pulumi-eks-nodes` (pulumi-eks's own
+    node groups, which this program does not use)."""
+    eks_sg = cluster_security_group_id(cluster_name)
+    groups = [{
+        "type": "aws:ec2/securityGroup:SecurityGroup", "id": eks_sg, "name": f"eks-cluster-sg-{cluster_name}",
+        "createdBy": cluster_urn, "source": EKS_SG_SOURCE, "role": ["control-plane"],
+        "inputs": {"tags": {f"kubernetes.io/cluster/{cluster_name}": "owned", "aws:eks:cluster-name": cluster_name},
+                   "ingress": [{**_ALL, "self": True}],
+                   "egress": [{**_ALL, "cidrBlocks": ["0.0.0.0/0"]}, {**_ALL, "self": True}]},
+    }]
+    if inputs.get("skipDefaultSecurityGroups"):
+        return groups
+    control, nodes = pulumi_eks_security_group_ids(cluster_name)
+    tags = inputs.get("tags") or {}
+    groups += [{
+        "type": "aws:ec2/securityGroup:SecurityGroup", "id": control, "name": f"{cluster_name}-eksClusterSecurityGroup",
+        "createdBy": cluster_urn, "source": PULUMI_EKS_SOURCE, "role": ["control-plane"],
+        "inputs": {"tags": {"Name": f"{cluster_name}-eksClusterSecurityGroup", **tags},
+                   "ingress": [{"protocol": "tcp", "fromPort": 443, "toPort": 443, "securityGroups": [nodes]}],
+                   "egress": [{**_ALL, "cidrBlocks": ["0.0.0.0/0"]}]},
+    }, {
+        "type": "aws:ec2/securityGroup:SecurityGroup", "id": nodes, "name": f"{cluster_name}-nodeSecurityGroup",
+        "createdBy": cluster_urn, "source": PULUMI_EKS_SOURCE, "role": ["pulumi-eks-nodes"],
+        "inputs": {"tags": {f"kubernetes.io/cluster/{cluster_name}": "owned", **tags},
+                   "ingress": [{**_ALL, "self": True},
+                               {"protocol": "tcp", "fromPort": 1025, "toPort": 65535, "securityGroups": [control]},
+                               {"protocol": "tcp", "fromPort": 443, "toPort": 443, "securityGroups": [control]}],
+                   "egress": [{**_ALL, "cidrBlocks": ["0.0.0.0/0"]}]},
+    }]
+    return groups
 
 
 @dataclass
@@ -55,12 +106,18 @@ class RealisticMocks(pulumi.runtime.Mocks):
 
     region: str
     cluster_name: str
+    # Resources `pulumi up` creates without registering them here (see Plan.modelled).
+    modelled: list[dict[str, Any]] = field(default_factory=list)
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         state = dict(args.inputs)
         rid = self._id(args)
         state.update(self._computed(args, rid))
         return rid, state
+
+    def record_modelled(self, urn: str, type_: str, inputs: dict[str, Any]) -> None:
+        if type_ == "eks:index:Cluster":
+            self.modelled.extend(eks_security_groups(urn, self.cluster_name, inputs))
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         token = args.token
@@ -138,7 +195,7 @@ class RealisticMocks(pulumi.runtime.Mocks):
             host = f"{inputs.get('identifier') or name}.c{_digest(name, n=12)}.{self.region}.rds.amazonaws.com"
             out.update(address=host, endpoint=f"{host}:3306", port=3306, resourceId=f"db-{_digest(name).upper()}")
         elif typ == "eks:index:Cluster":
-            out.update(self._eks_outputs())
+            out.update(self._eks_outputs(inputs))
         elif typ.startswith("random:"):
             out.update(result=f"planned-{_digest(typ, name, n=24)}")
         elif typ == "kubernetes:core/v1:Service":
@@ -146,7 +203,9 @@ class RealisticMocks(pulumi.runtime.Mocks):
                 {"hostname": f"{name}-{_digest(name, n=12)}.elb.{self.region}.amazonaws.com"}]}}
         return out
 
-    def _eks_outputs(self) -> dict[str, Any]:
+    def _eks_outputs(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """pulumi-eks `Cluster` outputs (nodejs/eks/cluster/cluster.ts, see PULUMI_EKS_SOURCE): its own groups
+        unless `skipDefaultSecurityGroups`, else the group EKS creates."""
         endpoint = f"https://{_digest(self.cluster_name, n=32).upper()}.gr7.{self.region}.eks.amazonaws.com"
         issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{_digest(self.cluster_name, n=32).upper()}"
         kubeconfig = {
@@ -158,11 +217,14 @@ class RealisticMocks(pulumi.runtime.Mocks):
                 "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws",
                 "args": ["eks", "get-token", "--cluster-name", self.cluster_name, "--region", self.region]}}}],
         }
+        eks_sg = cluster_security_group_id(self.cluster_name)
+        control, nodes = (eks_sg, eks_sg) if inputs.get("skipDefaultSecurityGroups") else \
+            pulumi_eks_security_group_ids(self.cluster_name)
         return {
             "kubeconfig": kubeconfig,
             "kubeconfigJson": json.dumps(kubeconfig),
-            "clusterSecurityGroupId": cluster_security_group_id(self.cluster_name),
-            "nodeSecurityGroupId": f"sg-0{_digest(self.cluster_name, 'node-sg')}",
+            "clusterSecurityGroupId": control,
+            "nodeSecurityGroupId": nodes,
             "oidcIssuer": issuer.removeprefix("https://"),
             "oidcProviderUrl": issuer,
             "oidcProviderArn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{issuer.removeprefix('https://')}",
@@ -173,7 +235,7 @@ class RealisticMocks(pulumi.runtime.Mocks):
 class RecordingMonitor(MockMonitor):
     """A MockMonitor that keeps what every RegisterResource request asked for."""
 
-    mocks: pulumi.runtime.Mocks
+    mocks: RealisticMocks
     recorded: list[PlannedResource] = field(default_factory=list)
     stack_outputs: dict[str, Any] = field(default_factory=dict)
 
@@ -191,6 +253,7 @@ class RecordingMonitor(MockMonitor):
             typ=request.type, name=request.name, inputs=plain(wire), provider=request.provider,
             resource_id=request.importId, custom=bool(request.custom)))
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, rid, state)
+        self.mocks.record_modelled(urn, request.type, plain(wire))
         self.recorded.append(PlannedResource(
             urn=urn,
             type=request.type,
@@ -202,6 +265,7 @@ class RecordingMonitor(MockMonitor):
             protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete),
             inputs=sanitize(request.type, wire),
+            id=rid if request.custom else None,
         ))
         return resource_pb2.RegisterResourceResponse(
             urn=urn, id=rid, object=json_format.ParseDict(state, struct_pb2.Struct()))

@@ -27,6 +27,7 @@ from components.stackfile import PROJECT_ROOT, STACKS_DIR, cluster_value, read_p
 from components.validation import parse_cluster_config
 from scripts.offline.mocks import RealisticMocks, RecordingMonitor
 from scripts.offline.plan_model import Plan
+from scripts.offline.security_groups import node_security_groups
 
 PROGRAM = PROJECT_ROOT / "__main__.py"
 # The program's pulumi.log output (config warnings) is reported by the caller instead.
@@ -47,7 +48,9 @@ def run_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[Plan, list[Prob
     pulumi.runtime.set_all_config({k: _config_string(v) for k, v in pulumi_config.items()})
     _run_program()
     resources = sorted(monitor.recorded, key=lambda r: r.urn)
-    plan = Plan(stack=stack, project=CONFIG_NAMESPACE, resources=resources, outputs=monitor.stack_outputs)
+    plan = Plan(stack=stack, project=CONFIG_NAMESPACE, resources=resources, outputs=monitor.stack_outputs,
+                modelled=mocks.modelled)
+    plan.nodes = node_security_groups(plan)
     return plan, warnings
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 SECRET = "[secret]"
 UNKNOWN = "[unknown]"
-PLAN_FORMAT = 1
+PLAN_FORMAT = 2
 
 # Sentinels of Pulumi's property serialization (sdk/python/lib/pulumi/runtime/rpc.py).
 _SIG_KEY = "4dabf18193072939515e22adb298388d"
@@ -34,6 +34,8 @@ class PlannedResource:
     protect: bool
     retain_on_delete: bool
     inputs: dict[str, Any]
+    # The ID the mocks gave it (EC2-style for AWS resources): what other resources' inputs refer to.
+    id: str | None = None
 
     @property
     def is_manifest(self) -> bool:
@@ -47,6 +49,11 @@ class Plan:
     project: str
     resources: list[PlannedResource]
     outputs: dict[str, Any] = field(default_factory=dict)
+    # What `pulumi up` brings into being without registering it here (made by AWS, or inside a remote
+    # component), as the mocks model it from upstream documentation: each entry names its source.
+    modelled: list[dict[str, Any]] = field(default_factory=list)
+    # The security groups each kind of node and the control plane carry: {"control-plane": [ids], ...}.
+    nodes: dict[str, list[str]] = field(default_factory=dict)
     format: int = PLAN_FORMAT
 
     def by_urn(self) -> dict[str, PlannedResource]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,31 @@ DB_PASSWORD = "slurm-local"  # local-only DB bound to 127.0.0.1
 CRED_EXPIRE_S = 5
 # Keep finished jobs visible to squeue (restart count, stdout path) for five minutes.
 MIN_JOB_AGE_S = 300
+# Room for dynamic nodes in slurmctld's node table: the value Slinky's operator writes (slurm-operator v1.2.1,
+# internal/builder/controllerbuilder/controller_config.go). Changing it needs a slurmctld restart.
+MAX_NODE_COUNT = 1024
+# Slurm 22.05 cannot fan messages out through dynamic nodes: doc/html/dynamic_nodes.shtml (slurm-22-05-8-1)
+# requires TreeWidth=65533; from 23.11 on nodes are reached through alias_addrs and this is not needed.
+NO_FANOUT = "TreeWidth=65533"
+# slurmd expands %n to its node name: each slurmd on this host gets its own spool, pidfile and log.
+EACH_NODE = "%n"
+# No systemd/cgroups here (gVisor, PID 1 is not systemd): track processes by parentage. A cluster's own
+# cgroup plugins cannot replace these here.
+MACHINE_SETTINGS = {
+    "ProctrackType": "proctrack/linuxproc",
+    "TaskPlugin": "task/none",
+    "JobAcctGatherType": "jobacct_gather/linux",
+}
+
+
+@dataclass(frozen=True)
+class DynamicNodes:
+    """Dynamic nodes (`slurmd -Z`) joining the cluster, each with `gpus` fake GPUs. `conf_lines` are added to
+    slurm.conf: records such as Slinky's `NodeSet=` and `PartitionName=` lines that place the nodes, and
+    settings (`Key=value`) of the cluster they stand for, which replace the local ones except MACHINE_SETTINGS."""
+
+    conf_lines: tuple[str, ...]
+    gpus: int
 
 
 @dataclass(frozen=True)
@@ -32,6 +58,8 @@ class GeneratedConfig:
     slurm_conf: str
     gres_conf: str
     slurmdbd_conf: str
+    # Symlinks fakedev/gpu0..N-1, as many as gres.conf names.
+    fake_gpus: int = FAKE_GPUS
 
 
 def node_memory_mb(topology: NodeTopology) -> int:
@@ -39,8 +67,31 @@ def node_memory_mb(topology: NodeTopology) -> int:
     return max(1, topology.real_memory_mb * 95 // 100)
 
 
-def render_slurm_conf(layout: StateLayout, node: NodeTopology) -> str:
+def _setting_key(line: str) -> str | None:
+    """`key` of a one-item `Key=value` line (Slurm keys ignore case); None for records such as NodeName=."""
+    return line.split("=", 1)[0].lower() if len(line.split()) == 1 else None
+
+
+def _merged(lines: list[str], additions: Sequence[str]) -> list[str]:
+    """`lines` plus `additions`, each setting given once (slurmctld logs an error for every repeated one)."""
+    merged = list(lines)
+    machine = {key.lower() for key in MACHINE_SETTINGS}
+    for line in additions:
+        key = _setting_key(line)
+        if key in machine:
+            continue
+        same = [i for i, old in enumerate(merged) if _setting_key(old) == key] if key else []
+        if same:
+            merged[same[0]] = line
+        else:
+            merged.append(line)
+    return merged
+
+
+def render_slurm_conf(layout: StateLayout, node: NodeTopology, dynamic: DynamicNodes | None = None) -> str:
+    """The one-node cluster; with `dynamic`, also taking dynamic nodes (see DynamicNodes)."""
     host = node.name
+    slurmd = layout.slurmd_files(EACH_NODE if dynamic else None)
     lines = [
         f"ClusterName={CLUSTER_NAME}",
         f"SlurmctldHost={host}(127.0.0.1)",
@@ -51,17 +102,14 @@ def render_slurm_conf(layout: StateLayout, node: NodeTopology) -> str:
         f"SlurmctldPort={SLURMCTLD_PORT}",
         f"SlurmdPort={SLURMD_PORT}",
         f"StateSaveLocation={layout.ctld_state}",
-        f"SlurmdSpoolDir={layout.slurmd_spool}",
+        f"SlurmdSpoolDir={slurmd.spool}",
         f"SlurmctldPidFile={layout.run / 'slurmctld.pid'}",
-        f"SlurmdPidFile={layout.run / 'slurmd.pid'}",
+        f"SlurmdPidFile={slurmd.pidfile}",
         f"SlurmctldLogFile={layout.log / 'slurmctld.log'}",
-        f"SlurmdLogFile={layout.log / 'slurmd.log'}",
+        f"SlurmdLogFile={slurmd.log}",
         "SlurmctldDebug=info",
         "SlurmdDebug=info",
-        # No systemd/cgroups here (gVisor, PID 1 is not systemd): track processes by parentage.
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
-        "JobAcctGatherType=jobacct_gather/linux",
+        *(f"{key}={value}" for key, value in MACHINE_SETTINGS.items()),
         "MpiDefault=none",
         "MailProg=/bin/true",
         "SchedulerType=sched/backfill",
@@ -87,13 +135,24 @@ def render_slurm_conf(layout: StateLayout, node: NodeTopology) -> str:
         ),
         f"PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP",
     ]
+    if dynamic:
+        lines = _merged(lines, [f"MaxNodeCount={MAX_NODE_COUNT}", NO_FANOUT, *dynamic.conf_lines])
     return "\n".join(lines) + "\n"
 
 
-def render_gres_conf(layout: StateLayout, node: NodeTopology) -> str:
+def _fake_gpus_line(layout: StateLayout, count: int) -> str:
     # File= is required (file-less GPUs are dropped and the node drains); symlinks to /dev/null pass
     # slurmd's character-device check without any privileges.
-    return f"AutoDetect=off\nNodeName={node.name} Name=gpu File={layout.fakedev}/gpu[0-{FAKE_GPUS - 1}]\n"
+    return f"Name=gpu File={layout.fakedev}/gpu[0-{count - 1}]"
+
+
+def render_gres_conf(layout: StateLayout, node: NodeTopology, dynamic: DynamicNodes | None = None) -> str:
+    lines = ["AutoDetect=off", f"NodeName={node.name} {_fake_gpus_line(layout, FAKE_GPUS)}"]
+    if dynamic and dynamic.gpus:
+        # No NodeName=: the line is for every node, like Slinky's cluster-wide `AutoDetect=nvidia`. The host's
+        # own slurmd would read it too, which is why it is stopped while dynamic nodes use this file.
+        lines.append(_fake_gpus_line(layout, dynamic.gpus))
+    return "\n".join(lines) + "\n"
 
 
 def render_slurmdbd_conf(layout: StateLayout) -> str:
@@ -115,11 +174,21 @@ def render_slurmdbd_conf(layout: StateLayout) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(layout: StateLayout, node: NodeTopology) -> GeneratedConfig:
+def render(layout: StateLayout, node: NodeTopology, dynamic: DynamicNodes | None = None) -> GeneratedConfig:
     return GeneratedConfig(
-        slurm_conf=render_slurm_conf(layout, node),
-        gres_conf=render_gres_conf(layout, node),
+        slurm_conf=render_slurm_conf(layout, node, dynamic),
+        gres_conf=render_gres_conf(layout, node, dynamic),
         slurmdbd_conf=render_slurmdbd_conf(layout),
+        fake_gpus=max(FAKE_GPUS, dynamic.gpus if dynamic else 0),
+    )
+
+
+def read(layout: StateLayout) -> GeneratedConfig:
+    """The config files as they are now (to put them back exactly after a temporary change)."""
+    return GeneratedConfig(
+        slurm_conf=layout.slurm_conf.read_text(),
+        gres_conf=layout.gres_conf.read_text(),
+        slurmdbd_conf=layout.slurmdbd_conf.read_text(),
     )
 
 
@@ -131,10 +200,12 @@ def write(layout: StateLayout, config: GeneratedConfig) -> None:
     layout.slurmdbd_conf.write_text(config.slurmdbd_conf)
     layout.slurmdbd_conf.chmod(0o600)
     layout.fakedev.mkdir(parents=True, exist_ok=True)
-    for index in range(FAKE_GPUS):
-        device = layout.fakedev / f"gpu{index}"
+    wanted = [layout.fakedev / f"gpu{index}" for index in range(config.fake_gpus)]
+    for device in wanted:
         if not device.is_symlink():
             device.symlink_to("/dev/null")
+    for device in set(layout.fakedev.iterdir()) - set(wanted):
+        device.unlink()
 
 
 def linked_state_dir() -> Path | None:

@@ -34,8 +34,9 @@ class Daemon:
 
     @property
     def console(self) -> Path:
-        """Output before the daemon opens its own log (kept apart: munged insists on owning its log)."""
-        return self.log.with_name(f"{self.name}.console.log")
+        """Output before the daemon opens its own log (kept apart: munged insists on owning its log), named
+        after that log so that each slurmd on this host has its own."""
+        return self.log.with_name(f"{self.log.stem}.console.log")
 
     def pid(self) -> int | None:
         return live_pid(self.pidfile, self.name)
@@ -99,6 +100,7 @@ def _mkdirs(*directories: Path) -> Callable[[], None]:
 
 def daemons(layout: StateLayout) -> tuple[Daemon, ...]:
     """munge -> MariaDB -> slurmdbd -> slurmctld -> slurmd: each needs the ones before it."""
+    host_slurmd = layout.slurmd_files()
     return (
         Daemon(
             name="munged",
@@ -150,11 +152,11 @@ def daemons(layout: StateLayout) -> tuple[Daemon, ...]:
         ),
         Daemon(
             name="slurmd",
-            pidfile=layout.run / "slurmd.pid",
-            log=layout.log / "slurmd.log",
+            pidfile=host_slurmd.pidfile,
+            log=host_slurmd.log,
             argv=(program("slurmd"),),
             detach=False,
             ready=lambda: port_open(SLURMD_PORT),
-            prepare=_mkdirs(layout.slurmd_spool, layout.run, layout.log),
+            prepare=_mkdirs(host_slurmd.spool, layout.run, layout.log),
         ),
     )

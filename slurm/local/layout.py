@@ -20,6 +20,15 @@ def default_state_dir() -> Path:
 
 
 @dataclass(frozen=True)
+class SlurmdFiles:
+    """What one slurmd writes: its spool directory, pidfile and log."""
+
+    spool: Path
+    pidfile: Path
+    log: Path
+
+
+@dataclass(frozen=True)
 class StateLayout:
     """Paths under the state directory; nothing here touches the disk."""
 
@@ -45,9 +54,14 @@ class StateLayout:
     def ctld_state(self) -> Path:
         return self.root / "spool" / "slurmctld"
 
-    @property
-    def slurmd_spool(self) -> Path:
-        return self.root / "spool" / "slurmd"
+    def slurmd_files(self, node: str | None = None) -> SlurmdFiles:
+        """The host's own slurmd (`node` None), else the slurmd of node `node`.
+
+        With `node="%n"` these are the slurm.conf templates slurmd expands to its own node's files, so
+        several slurmds on this host never share a pidfile, log or spool.
+        """
+        stem = "slurmd" if node is None else f"slurmd-{node}"
+        return SlurmdFiles(self.root / "spool" / stem, self.run / f"{stem}.pid", self.log / f"{stem}.log")
 
     @property
     def log(self) -> Path:

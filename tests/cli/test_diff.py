@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from scripts.offline.diff import diff_plans, diff_values, render_markdown, render_text
 from scripts.offline.plan_model import Plan, PlannedResource
 
@@ -34,3 +36,30 @@ def test_protect_flag_change_is_a_change() -> None:
     b.protect = True
     ((_, changes),) = diff_plans(Plan("s", "p", [a]), Plan("s", "p", [b])).changed
     assert [(c.path, c.old, c.new) for c in changes] == [("protect", False, True)]
+
+
+def test_options_that_change_how_pulumi_treats_a_resource_are_changes() -> None:
+    a, b = _res("fs"), _res("fs")
+    b.retain_on_delete, b.parent = True, "urn:pulumi:s::p::c::other"
+    b.provider = "urn:pulumi:s::p::pulumi:providers:aws::eu"
+    ((_, changes),) = diff_plans(Plan("s", "p", [a]), Plan("s", "p", [b])).changed
+    assert [c.path for c in changes] == ["parent", "provider", "retainOnDelete"]
+
+
+def test_values_of_another_type_differ_even_where_python_says_equal() -> None:
+    # `1 == True` and `1 == 1.0` in Python; in a plan (and to the provider) they are different values.
+    assert [(c.old, c.new) for c in diff_values({"a": 1, "b": 0, "c": 1}, {"a": True, "b": False, "c": 1.0})] == [
+        (1, True), (0, False), (1, 1.0)]
+    assert diff_values({"a": 1, "b": [True]}, {"a": 1, "b": [True]}) == []
+
+
+def test_markdown_cells_escape_pipes_and_backticks() -> None:
+    old = Plan("s", "p", [_res("r|1", rule="a|b")])
+    new = Plan("s", "p", [_res("r|1", rule="c`d")])
+    text = render_markdown(diff_plans(old, new))
+    assert "| ~ | `aws:x/y:Y` | `r\\|1` |" in text
+    assert "| `inputs.rule` | `'a\\|b'` | `'c'd'` |" in text
+    assert "<code>aws:x/y:Y r|1</code>: 1 property</summary>" in text
+    # Every table row has exactly as many unescaped cell separators as its header.
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert {len(re.findall(r"(?<!\\)\|", row)) for row in rows} == {4}

@@ -75,6 +75,11 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
     ],
     "api-endpoint-open": [("dev", _set("network.apiPublicCidrs", ["0.0.0.0/0"]), "network.apiPublicCidrs[0]",
                            "whole internet")],
+    "api-deployer": [
+        ("prod", _drop("network.deployer"), "network.deployer", "nothing says where `pulumi up` runs"),
+        ("prod", _set("network.deployer.via", "vpc"), "network.deployer.via", "cannot exist before"),
+        ("prod", _set("network.deployer.cidrs", ["0.0.0.0/0"]), "network.deployer.cidrs[0]", "not a deployer"),
+    ],
     "fsx-capacity": [("prod", _set("storage.fsx.capacityGiB", 1000), "storage.fsx.capacityGiB",
                       "1200, 2400, or a multiple of 2400")],
     "fsx-throughput": [
@@ -109,6 +114,9 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
          "not pinned"),
         ("prod", _set("partitions.trainium.image", "public.ecr.aws/neuron/pytorch-training-neuronx:latest"),
          "partitions.trainium.image", "not pinned"),
+        # Slinky moves its `<series>-<os>` tags to each patch release.
+        ("dev", _set("slurm.images.login", "ghcr.io/slinkyproject/login-pyxis:25.11-ubuntu24.04"),
+         "slurm.images.login", "not pinned"),
     ],
     "partition-name": [("dev", lambda c: c["partitions"].update(GPU_Big=c["partitions"].pop("gpu")),
                         "partitions.GPU_Big", "Kubernetes object names")],
@@ -174,3 +182,18 @@ def test_broken_config_is_reported(rule: str, stack: str, mutate: Mutation, path
     found = [p for p in problems if p.rule == rule]
     assert found, f"{rule} did not fire; got {[p.render() for p in problems]}"
     assert any(p.path == path and words in p.message and p.fix for p in found), [p.render() for p in found]
+
+
+@pytest.mark.parametrize("version", ["25.11", "25.11.6", "26.05", "26.05.1"])
+def test_a_series_or_a_patch_release_is_a_valid_slurm_version(version: str) -> None:
+    raw = raw_config("dev")
+    raw["slurm"]["version"] = version
+    _, problems = parse_cluster_config(raw)
+    assert [p for p in problems if p.rule == "slurm-version"] == []
+
+
+def test_a_patch_tag_of_slinkys_registry_is_pinned() -> None:
+    raw = raw_config("dev")
+    raw["slurm"]["images"] = {"login": "ghcr.io/slinkyproject/login-pyxis:25.11.6-ubuntu24.04"}
+    _, problems = parse_cluster_config(raw)
+    assert [p for p in problems if p.rule == "image-pinned"] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 from pathlib import Path
 
 import pytest
@@ -59,15 +60,22 @@ def test_eks_cluster_inputs(stack: str) -> None:
     assert eks["endpointPrivateAccess"] is True
     assert eks["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
     assert eks["createOidcProvider"] is True and eks["skipDefaultNodeGroup"] is True
-    assert eks["corednsAddonOptions"]["enabled"] is True
+    # CoreDNS is our own add-on, created after the system nodes (pulumi/pulumi-eks#1819).
+    assert eks["corednsAddonOptions"]["enabled"] is False
+    coredns = next(r for r in plan.of_type("aws:eks/addon:Addon") if r.inputs["addonName"] == "coredns")
+    assert json.loads(coredns.inputs["configurationValues"]) == {"nodeSelector": {"node.slurm-eks.io/role": "system"}}
+    assert one(plan, "eks:index:ManagedNodeGroup").urn in coredns.dependencies
     assert eks["nodeAssociatePublicIpAddress"] is False
     key = one(plan, "aws:kms/key:Key")
     assert key.inputs["enableKeyRotation"] is True
     assert eks["encryptionConfigKeyArn"].startswith("arn:aws:kms:us-west-2:") and key.urn in one(
         plan, "eks:index:Cluster").dependencies
-    public = config["network"].get("apiPublicCidrs", [])
-    assert eks["endpointPublicAccess"] is bool(public)
-    assert eks.get("publicAccessCidrs") == (public or None)
+    deployer = config["network"].get("deployer") or {}
+    public = config["network"].get("apiPublicCidrs", []) + (deployer.get("cidrs", []) if deployer.get("via") == "public"
+                                                           else [])
+    assert public, "both shipped stacks reach the API through the public endpoint from named ranges"
+    assert eks["endpointPublicAccess"] is True
+    assert eks.get("publicAccessCidrs") == public
 
 
 def test_admin_roles_get_cluster_admin_access_entries() -> None:
@@ -117,7 +125,8 @@ def test_default_tags_name_cluster_and_stack() -> None:
 def test_existing_vpc_is_tagged_not_created(tmp_path: Path) -> None:
     raw = raw_config("prod")
     raw["network"] = {"vpcId": "vpc-0123456789abcdef0", "efaAvailabilityZone": "us-west-2a",
-                      "privateSubnetIds": ["subnet-0aaa", "subnet-0bbb", "subnet-0ccc"]}
+                      "privateSubnetIds": ["subnet-0aaa", "subnet-0bbb", "subnet-0ccc"],
+                      "deployer": raw["network"]["deployer"]}
     (tmp_path / "Pulumi.byo.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
     plan, _ = run_plan("byo", tmp_path)
     assert not plan.of_type("aws:ec2/vpc:Vpc") and not plan.of_type(SUBNET)

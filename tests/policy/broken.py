@@ -71,6 +71,11 @@ def _open_login(inputs: dict[str, Any], ranges: list[str]) -> None:
     service["spec"]["loadBalancerSourceRanges"] = ranges
 
 
+def _login_annotated_as_meant(inputs: dict[str, Any]) -> None:
+    _open_login(inputs, ["0.0.0.0/0"])
+    _login_service(inputs)["metadata"]["annotations"]["slurm-eks.io/allow-public-ssh"] = "true"
+
+
 def _cidr_instead_of_group(inputs: dict[str, Any], cidr: str, port: int | None = None) -> None:
     inputs.pop("referencedSecurityGroupId")
     inputs["cidrIpv4"] = cidr
@@ -189,10 +194,13 @@ CASES: tuple[Case, ...] = (
          _mutate("kubernetes:slinky.slurm.net/v1beta1:LoginSet", None, lambda i: _open_login(i, ["0.0.0.0/0"]))),
     Case("no-world-ssh", "login NLB internet-facing without source ranges",
          _mutate("kubernetes:slinky.slurm.net/v1beta1:LoginSet", None, lambda i: _open_login(i, []))),
+    # What `slurm.login.allowPublicSsh: true` once put on the Service: the stack cannot waive the pack's rule.
+    Case("no-world-ssh", "login NLB for 0.0.0.0/0 annotated by the stack as meant",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:LoginSet", None, _login_annotated_as_meant)),
     Case("no-world-ssh", "security group rule 22 from 0.0.0.0/0", _world_ssh_rule),
     Case("no-world-ssh", "plain Service on 22 for ::/0", _ssh_service),
     Case("eks-api-not-world", "public endpoint with default CIDRs",
-         _mutate(EKS, None, _set(("endpointPublicAccess",), True))),
+         _mutate(EKS, None, lambda i: (i.update(endpointPublicAccess=True), i.pop("publicAccessCidrs", None)))),
     Case("eks-private-endpoint", "private endpoint off", _mutate(EKS, None, _set(("endpointPrivateAccess",), False))),
     Case("eks-secrets-encryption", "no KMS key", _mutate(EKS, None, _drop("encryptionConfigKeyArn"))),
     Case("eks-secrets-encryption", "aws.eks.Cluster encrypting configmaps only", _aws_eks_cluster_unencrypted),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
 import yaml
 from typer.testing import CliRunner
 
+from policy.pack_config import CONFIG_DIR
 from scripts.cli.policy import policy
 from tests.config.helpers import raw_config
 
@@ -49,8 +51,30 @@ def test_invalid_config_exits_2(tmp_path: Path) -> None:
     assert code == 2
 
 
-def test_public_ssh_passes_only_when_the_stack_asks_for_it(tmp_path: Path) -> None:
+def test_public_ssh_passes_only_when_the_packs_config_waives_it(tmp_path: Path) -> None:
     raw = raw_config("prod")
-    raw["slurm"]["login"].update(allowedCidrs=["0.0.0.0/0"], allowPublicSsh=True)
-    code, output = invoke("--stack", "open", "--stacks-dir", str(_stacks_dir(tmp_path, "open", raw)))
-    assert code == 0, output  # the login Service carries slurm-eks.io/allow-public-ssh: "true"
+    raw["slurm"]["login"].update(allowedCidrs=["0.0.0.0/0"], allowPublicSsh=True)  # the stack means it
+    stacks = str(_stacks_dir(tmp_path, "open", raw))
+    code, output = invoke("--stack", "open", "--stacks-dir", stacks)
+    assert code == 1, output
+    assert "mandatory[no-world-ssh]" in output and "loadBalancerSourceRanges include 0.0.0.0/0" in output
+    assert "no pack config" in output  # no policy/config/open.json
+    waiver = tmp_path / "open.json"
+    waiver.write_text(json.dumps({"no-world-ssh": {"allowPublicLoginSsh": True}}))
+    code, output = invoke("--stack", "open", "--stacks-dir", stacks, "--policy-pack-config", str(waiver))
+    assert code == 0, output
+    assert f"pack config {waiver}" in output
+
+
+def test_a_bad_pack_config_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "prod.json"
+    bad.write_text(json.dumps({"no-world-ssh": {"allowPublicSSH": True}}))  # misspelt: not a waiver
+    code, output = invoke("--stack", "prod", "--policy-pack-config", str(bad))
+    assert code == 2
+    assert "allowPublicSSH: not a config property" in output
+
+
+def test_shipped_stacks_use_their_pack_config() -> None:
+    code, output = invoke("--stack", "dev")
+    assert code == 0, output
+    assert f"pack config {CONFIG_DIR / 'dev.json'}" in output

@@ -7,7 +7,6 @@ from collections.abc import Callable
 import pytest
 
 from policy.model import UNKNOWN, Enforcement
-from policy.rules import ALLOW_PUBLIC_SSH
 from policy.ruleset import RULES, evaluate
 from scripts.offline.plan_model import Plan
 from tests.plan.fixtures import one, shipped_plan
@@ -39,11 +38,6 @@ def test_breaking_plan_is_flagged(case: Case) -> None:
     assert (case.rule, urn) in flagged(plan)
 
 
-def _login_open_on_purpose(inputs: dict) -> None:
-    _open_login(inputs, ["0.0.0.0/0"])
-    inputs["spec"]["service"]["metadata"]["annotations"][ALLOW_PUBLIC_SSH] = "true"
-
-
 def _consolidation_held_by_budget(inputs: dict) -> None:
     disruption = inputs["spec"]["disruption"]
     disruption["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
@@ -59,8 +53,8 @@ def _cidr_rule_on_the_nodes_group(inputs: dict) -> None:
 NEAR_MISSES: list[tuple[str, str, Callable[[], tuple[Plan, str]]]] = [
     ("imdsv2-required", "EC2NodeClass without metadataOptions (Karpenter defaults to required)",
      _mutate(NODE_CLASS, "partition-gpu-h100-nodeclass", lambda i: i["spec"].pop("metadataOptions"))),
-    ("no-world-ssh", "login NLB open to the world with the allow-public-ssh annotation",
-     _mutate("kubernetes:slinky.slurm.net/v1beta1:LoginSet", None, _login_open_on_purpose)),
+    ("no-world-ssh", "login NLB open to the listed office range, internet-facing",
+     _mutate("kubernetes:slinky.slurm.net/v1beta1:LoginSet", None, lambda i: _open_login(i, ["203.0.113.0/24"]))),
     ("eks-api-not-world", "public endpoint limited to office ranges",
      _mutate(EKS, None, lambda i: i.update(endpointPublicAccess=True, publicAccessCidrs=["203.0.113.0/24"]))),
     ("eks-secrets-encryption", "KMS key ARN not known until deploy",

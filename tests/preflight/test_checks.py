@@ -109,7 +109,7 @@ def test_existing_vpc_zones_come_from_its_subnets(aws: None, session: boto3.Sess
     subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.9.{i}.0/24", AvailabilityZone=zone)["Subnet"]["SubnetId"]
                for i, zone in enumerate(("us-west-2c", "us-west-2d"))]
     raw = raw_config("dev")
-    raw["network"] = {"vpcId": vpc, "privateSubnetIds": subnets}
+    raw["network"] = {"vpcId": vpc, "privateSubnetIds": subnets, "deployer": {"via": "vpc", "cidrs": ["10.9.0.0/24"]}}
     g5 = only(check_offerings(session, parse_cluster_config(raw)[0]), "gpu: g5.12xlarge")
     assert (g5.status, g5.detail) == ("warn", "not offered in us-west-2d; launches only in us-west-2c")
 

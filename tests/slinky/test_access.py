@@ -10,7 +10,6 @@ import pytest
 
 from components.problems import ConfigError
 from components.slinky.specs import NLB_INTERNAL, login_service
-from scripts.offline.mocks import RealisticMocks
 from scripts.offline.plan import write_plan
 from scripts.offline.plan_model import SECRET
 from tests.plan.fixtures import one, shipped_plan
@@ -92,8 +91,8 @@ def test_rds_is_private_encrypted_and_kept() -> None:
     (group,) = i["vpcSecurityGroupIds"]
     ingress = [r.inputs for r in plan.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
                if r.inputs["securityGroupId"] == group]
-    # The EKS-created security group every node carries, as the mocks answer it.
-    cluster_sg = RealisticMocks("us-west-2", "ml-training-prod")._eks_outputs()["clusterSecurityGroupId"]
+    # The group the system nodes (where slurmdbd runs) carry: the one EKS creates.
+    (cluster_sg,) = plan.nodes["managed-node-group/eks-system"]
     assert ingress == [{"description": "MariaDB from the EKS cluster security group", "fromPort": 3306,
                         "ipProtocol": "tcp", "referencedSecurityGroupId": cluster_sg, "securityGroupId": group,
                         "toPort": 3306}]

@@ -1,4 +1,5 @@
-"""Images: Slinky's pyxis variants of Slurm 25.11 by default, and every override reaching the objects."""
+"""Images: Slinky's pyxis variants of Slurm 25.11 by default, on the tag of a patch release (Slinky also
+moves a `<series>-<os>` tag to each new patch), and every override reaching the objects."""
 
 from __future__ import annotations
 
@@ -6,10 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from components.slinky.images import TRAINING_IMAGES
+import pytest
+
+from components.config import Slurm
+from components.slinky.images import SLINKY_REPOSITORIES, TRAINING_IMAGES, slurm_image
+from components.validators import image_pinned
 from scripts.offline.plan_model import Plan
+from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan
-from tests.slinky.helpers import objects, plan_of, variant
+from tests.slinky.helpers import config_of, objects, plan_of, variant
 
 CONTAINERS = {"Controller": "slurmctld", "Accounting": "slurmdbd", "RestApi": "slurmrestd", "LoginSet": "login",
               "NodeSet": "slurmd"}
@@ -19,14 +25,14 @@ def _images(plan: Plan) -> dict[str, set[str]]:
     return {kind: {doc["spec"][c]["image"] for doc in objects(plan, kind).values()} for kind, c in CONTAINERS.items()}
 
 
-def test_default_images_are_slinky_pyxis_on_slurm_25_11() -> None:
+def test_default_images_are_slinky_pyxis_on_slurm_25_11_pinned_to_a_patch() -> None:
     repo = "ghcr.io/slinkyproject"
     assert _images(shipped_plan("prod")) == {
-        "Controller": {f"{repo}/slurmctld:25.11-ubuntu24.04"},
-        "Accounting": {f"{repo}/slurmdbd:25.11-ubuntu24.04"},
-        "RestApi": {f"{repo}/slurmrestd:25.11-ubuntu24.04"},
-        "LoginSet": {f"{repo}/login-pyxis:25.11-ubuntu24.04"},
-        "NodeSet": {f"{repo}/slurmd-pyxis:25.11-ubuntu24.04"},
+        "Controller": {f"{repo}/slurmctld:25.11.6-ubuntu24.04"},
+        "Accounting": {f"{repo}/slurmdbd:25.11.6-ubuntu24.04"},
+        "RestApi": {f"{repo}/slurmrestd:25.11.6-ubuntu24.04"},
+        "LoginSet": {f"{repo}/login-pyxis:25.11.6-ubuntu24.04"},
+        "NodeSet": {f"{repo}/slurmd-pyxis:25.11.6-ubuntu24.04"},
     }
     plugstack = objects(shipped_plan("prod"), "ConfigMap")["slurm-plugstack"]["data"]["plugstack.conf"]
     assert plugstack == "include /usr/share/pyxis/*\n"
@@ -54,3 +60,20 @@ def test_version_images_and_partition_image_override(tmp_path: Path) -> None:
     partitions = json.loads(objects(plan, "ConfigMap")["slurm-eks-partitions"]["data"]["partitions.json"])
     assert partitions["trainium"]["image"] == "123456789012.dkr.ecr.us-west-2.amazonaws.com/neuron:2.27.1"
     assert partitions["gpu-h100"]["image"] == TRAINING_IMAGES["nvidia"]
+
+
+@pytest.mark.parametrize(("version", "tag"), [("25.11", "25.11.6-ubuntu24.04"), ("25.11.6", "25.11.6-ubuntu24.04"),
+                                              ("25.11.7", "25.11.7-ubuntu24.04"), ("26.05", "26.05.1-ubuntu26.04")])
+def test_a_series_means_its_pinned_patch_and_a_patch_itself(version: str, tag: str) -> None:
+    slurm = Slurm(version=version)
+    for daemon, repository in SLINKY_REPOSITORIES.items():
+        assert slurm_image(slurm, daemon) == f"ghcr.io/slinkyproject/{repository}:{tag}"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_default_slurm_image_passes_the_pinning_rule(stack: str) -> None:
+    """The images the program picks by itself are held to the rule a stack's own images are (image-pinned)."""
+    raw = raw_config(stack)
+    config = config_of(raw)
+    raw["slurm"]["images"] = {daemon: slurm_image(config.slurm, daemon) for daemon in SLINKY_REPOSITORIES}
+    assert list(image_pinned(config_of(raw))) == []

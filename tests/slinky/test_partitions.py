@@ -47,13 +47,16 @@ def test_nodeset_lands_on_its_nodepool_and_fills_the_node(stack: str) -> None:
         if partition.efa:
             want[EFA_RESOURCE] = str(min(t.efa_interfaces for t in types))
         resources = nodesets[name]["spec"]["slurmd"]["resources"]
-        assert resources == {"requests": want, "limits": want}
+        for amounts in resources.values():  # requests and limits: the pod's CPU and memory, then its devices
+            assert amounts.keys() - {"cpu", "memory"} == want.keys()
+            assert {k: amounts[k] for k in want} == want
         assert nodesets[name]["spec"]["replicas"] == partition.min_nodes
 
 
 def test_prod_device_requests_match_the_hardware() -> None:
     nodesets = objects(shipped_plan("prod"), "NodeSet")
-    requests = {name: ns["spec"]["slurmd"]["resources"]["requests"] for name, ns in nodesets.items()}
+    requests = {name: {k: v for k, v in ns["spec"]["slurmd"]["resources"]["requests"].items()
+                       if k not in ("cpu", "memory")} for name, ns in nodesets.items()}
     assert requests == {
         "gpu-h100": {"nvidia.com/gpu": "8", EFA_RESOURCE: "32"},
         "gpu-a100": {"nvidia.com/gpu": "8", EFA_RESOURCE: "4"},

@@ -50,9 +50,13 @@ def test_the_validator_would_catch_a_misplaced_field(plan: Plan, registry: Schem
 
 
 def _as_pod(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """The daemon's container and, where Slinky v1.2.1 adds it (Controller, NodeSet), its `logfile` sidecar
+    (internal/builder/common/common.go LogfileContainer: a restartable init container with no image of its own)."""
     spec = doc["spec"]
     container = {"name": CONTAINERS[kind], **spec[CONTAINERS[kind]]}
     pod_spec = {**spec["template"]["spec"], "containers": [container]}
+    if kind in ("Controller", "NodeSet"):
+        pod_spec["initContainers"] = [{"name": "logfile", "restartPolicy": "Always", **spec.get("logfile", {})}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": doc["metadata"]["name"]}, "spec": pod_spec}
 
 
@@ -62,6 +66,8 @@ def test_pod_templates_are_valid_pods_and_mount_only_their_volumes(plan: Plan, r
     for doc in objects(plan, kind).values():
         pod = _as_pod(kind, doc)
         assert [str(p) for p in validate_manifest(pod, registry)] == []
+        # A Pod's containers need an image (a template's may leave it to the controller: the schema allows both).
+        assert all(c.get("image") for c in [*pod["spec"]["containers"], *pod["spec"].get("initContainers", [])])
         volumes = {v["name"] for v in pod["spec"].get("volumes", [])}
         mounts = {m["name"] for m in pod["spec"]["containers"][0].get("volumeMounts", [])}
         assert mounts <= volumes, f"{kind}/{doc['metadata']['name']} mounts undeclared volumes {mounts - volumes}"

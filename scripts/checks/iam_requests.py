@@ -1,0 +1,227 @@
+"""The AWS requests each controller makes, as IAM sees them: action, resource ARN and the condition keys the
+controller's own code sets (request tags on create, the tags a resource carries, the region it calls).
+
+Written from the controllers' sources, independently of the components that write their policies (a
+wrong tag name there must show here). Sources:
+- Karpenter: aws/karpenter-provider-aws at v1.14.1 (commit bde00654c);
+- FSx for Lustre CSI driver: kubernetes-sigs/aws-fsx-csi-driver at 5b227125 (v1.9.0, chart 1.17.0);
+- EBS CSI driver: kubernetes-sigs/aws-ebs-csi-driver at v1.64.0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+from scripts.checks.iam_policy import Request, Value
+
+# Example IDs: the policies scope by resource type, tags and region, never by ID.
+EC2_IDS = {"image": "ami-0123456789abcdef0", "snapshot": "snap-0123456789abcdef0", "subnet": "subnet-0123456789abcdef0",
+           "security-group": "sg-0123456789abcdef0", "placement-group": "pg-0123456789abcdef0",
+           "capacity-reservation": "cr-0123456789abcdef0", "launch-template": "lt-0123456789abcdef0",
+           "instance": "i-0123456789abcdef0", "volume": "vol-0123456789abcdef0",
+           "network-interface": "eni-0123456789abcdef0", "fleet": "fleet-01234567-89ab-cdef-0123-456789abcdef",
+           "spot-instances-request": "sir-01234567"}
+PUBLIC = ("image", "snapshot")  # Amazon's AMIs and their snapshots: no account in the ARN
+KARPENTER_READS = ("DescribeCapacityReservations", "DescribeImages", "DescribeInstances", "DescribeInstanceStatus",
+                   "DescribeInstanceTypeOfferings", "DescribeInstanceTypes", "DescribeLaunchTemplates",
+                   "DescribePlacementGroups", "DescribeSecurityGroups", "DescribeSpotPriceHistory",
+                   "DescribeSubnets")  # pkg/aws/sdk.go EC2API
+EBS_READS = ("DescribeAvailabilityZones", "DescribeInstances", "DescribeVolumes", "DescribeVolumesModifications")
+
+
+@dataclass(frozen=True)
+class NodeClass:
+    name: str
+    role: str  # the node role's name
+    tags: Mapping[str, str]  # spec.tags
+    nodepools: tuple[str, ...]
+    spot: bool  # some NodePool of it may launch spot capacity
+    placement_group: bool
+    capacity_reservations: bool
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the requests depend on, read from the plan."""
+
+    partition: str
+    region: str
+    account: str
+    cluster: str
+    kubernetes_version: str
+    node_classes: tuple[NodeClass, ...] = ()
+    interruption_queue: str | None = None
+
+    # Built here, not with components.iam.Scope: a wrong ARN there must show as a denied request here.
+    def arn(self, service: str, resource: str, region: str | None = None, account: str | None = None) -> str:
+        return (f"arn:{self.partition}:{service}:{self.region if region is None else region}:"
+                f"{self.account if account is None else account}:{resource}")
+
+    def ec2(self, kind: str) -> str:
+        return self.arn("ec2", f"{kind}/{EC2_IDS[kind]}", account="" if kind in PUBLIC else None)
+
+
+@dataclass(frozen=True)
+class Call:
+    request: Request
+    source: str  # where the controller makes it
+
+
+@dataclass(frozen=True)
+class Controller:
+    name: str
+    service_account: str  # `system:serviceaccount:<namespace>:<name>`, as its IRSA trust names it
+    policy_source: str  # the policy its project documents
+    calls: Callable[[Facts], list[Call]]
+
+
+def request_tags(tags: Mapping[str, str]) -> dict[str, Value]:
+    """The keys a create-with-tags request carries."""
+    return {**{f"aws:RequestTag/{k}": v for k, v in tags.items()}, "aws:TagKeys": tuple(tags)}
+
+
+def resource_tags(service: str, tags: Mapping[str, str]) -> dict[str, Value]:
+    """The keys an existing resource's tags give: global `aws:` and the service's own prefix."""
+    return {f"{prefix}:ResourceTag/{k}": v for prefix in ("aws", service) for k, v in tags.items()}
+
+
+def tagged_on_create(tags: Mapping[str, str], action: str) -> dict[str, Value]:
+    """The keys of the ec2:CreateTags that a create call with TagSpecifications implies."""
+    return {**request_tags(tags), "ec2:CreateAction": action}
+
+
+def _call(facts: Facts, action: str, resource: str, source: str, context: Mapping[str, Value] | None = None,
+          region: str | None = None) -> Call:
+    # Every request carries the region it is sent to.
+    return Call(Request(action, resource, {"aws:RequestedRegion": region or facts.region, **(context or {})}), source)
+
+
+# Karpenter (paths in aws/karpenter-provider-aws at v1.14.1)
+KARPENTER_TAGS = "pkg/utils/utils.go GetTags"
+PROFILE_TAGS = "pkg/apis/v1/ec2nodeclass.go InstanceProfileTags"
+PRICING_REGIONS = (("ap-", "ap-south-1"), ("cn-", "cn-northwest-1"), ("eu-", "eu-central-1"))  # pricing.go NewAPI
+
+
+def _owned(facts: Facts, node_class: NodeClass) -> dict[str, str]:
+    """The tags Karpenter puts on everything it creates for a node class, over the class's own."""
+    return {**node_class.tags, f"kubernetes.io/cluster/{facts.cluster}": "owned",
+            "eks:eks-cluster-name": facts.cluster, "karpenter.k8s.aws/ec2nodeclass": node_class.name}
+
+
+def launch_tags(facts: Facts, node_class: NodeClass, nodepool: str) -> dict[str, str]:
+    """Launch templates, fleets, instances, volumes, interfaces (KARPENTER_TAGS)."""
+    return {**_owned(facts, node_class), "karpenter.sh/nodepool": nodepool}
+
+
+def _launch(facts: Facts, node_class: NodeClass, tags: Mapping[str, str], source: str) -> Iterator[Call]:
+    """A launch template, then CreateFleet, whose instant fleet calls RunInstances as Karpenter."""
+    template = facts.ec2("launch-template")
+    created = ["instance", "volume", "network-interface", "fleet"]
+    existing = ["image", "snapshot", "subnet", "security-group"]
+    if node_class.spot:
+        created.append("spot-instances-request")
+    if node_class.placement_group:
+        existing.append("placement-group")
+    if node_class.capacity_reservations:
+        existing.append("capacity-reservation")
+    lt_source = f"{source}; pkg/providers/launchtemplate/types.go (TagSpecifications)"
+    yield _call(facts, "ec2:CreateLaunchTemplate", template, lt_source, request_tags(tags))
+    yield _call(facts, "ec2:CreateTags", template, lt_source, tagged_on_create(tags, "CreateLaunchTemplate"))
+    for action in ("CreateFleet", "RunInstances"):
+        fleet_source = f"{source}; pkg/providers/instance/types.go (CreateFleetInputBuilder)"
+        yield _call(facts, f"ec2:{action}", template, fleet_source, resource_tags("ec2", tags))
+        for kind in existing:
+            yield _call(facts, f"ec2:{action}", facts.ec2(kind), fleet_source)
+        for kind in created:
+            arn = facts.ec2(kind)
+            yield _call(facts, f"ec2:{action}", arn, fleet_source, request_tags(tags))
+            yield _call(facts, "ec2:CreateTags", arn, fleet_source, tagged_on_create(tags, action))
+
+
+def _node_class_calls(facts: Facts, node_class: NodeClass) -> Iterator[Call]:
+    # The EC2NodeClass controller validates with dry runs for a NodeClaim with no labels, so an empty
+    # nodepool tag (pkg/controllers/nodeclass/validation.go).
+    yield from _launch(facts, node_class, launch_tags(facts, node_class, ""), "pkg/controllers/nodeclass/validation.go")
+    profile_tags = {**_owned(facts, node_class), "topology.kubernetes.io/region": facts.region}  # PROFILE_TAGS
+    # Path and name: pkg/controllers/nodeclass/instanceprofile.go (FormatPath, InstanceProfileName).
+    profile = facts.arn("iam", f"instance-profile/karpenter/{facts.region}/{facts.cluster}/uid/{facts.cluster}_1",
+                        region="")
+    source = f"pkg/providers/instanceprofile/instanceprofile.go; tags: {PROFILE_TAGS}"
+    ec2 = "ec2.amazonaws.com.cn" if facts.partition == "aws-cn" else "ec2.amazonaws.com"
+    yield _call(facts, "iam:GetInstanceProfile", profile, source)
+    yield _call(facts, "iam:CreateInstanceProfile", profile, source, request_tags(profile_tags))
+    # Adding a role to a profile passes the role (docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_use_passrole.html).
+    yield _call(facts, "iam:PassRole", facts.arn("iam", f"role/{node_class.role}", region=""), source,
+                {"iam:PassedToService": ec2})
+    for action in ("AddRoleToInstanceProfile", "RemoveRoleFromInstanceProfile", "DeleteInstanceProfile"):
+        yield _call(facts, f"iam:{action}", profile, source, resource_tags("iam", profile_tags))
+    for nodepool in node_class.nodepools:
+        tags = launch_tags(facts, node_class, nodepool)
+        yield from _launch(facts, node_class, tags, f"pkg/providers/instance/instance.go; tags: {KARPENTER_TAGS}")
+        instance = facts.ec2("instance")
+        # Only the keys the instance lacks: eks:eks-cluster-name came with the launch.
+        yield _call(facts, "ec2:CreateTags", instance, "pkg/controllers/nodeclaim/tagging/controller.go",
+                    {**resource_tags("ec2", tags), **request_tags({"Name": "ip-10-0-0-1.ec2.internal",
+                                                                   "karpenter.sh/nodeclaim": f"{nodepool}-abcde"})})
+        yield _call(facts, "ec2:TerminateInstances", instance, "pkg/providers/instance/instance.go",
+                    resource_tags("ec2", tags))
+        yield _call(facts, "ec2:DeleteLaunchTemplate", facts.ec2("launch-template"),
+                    "pkg/providers/launchtemplate/launchtemplate.go", resource_tags("ec2", tags))
+
+
+def karpenter_calls(facts: Facts) -> list[Call]:
+    pricing_region = next((r for prefix, r in PRICING_REGIONS if facts.region.startswith(prefix)), "us-east-1")
+    parameter = (f"parameter/aws/service/eks/optimized-ami/{facts.kubernetes_version}/amazon-linux-2023/x86_64/"
+                 "nvidia/recommended/image_id")
+    calls = [_call(facts, f"ec2:{action}", "*", "pkg/aws/sdk.go EC2API") for action in KARPENTER_READS]
+    calls += [
+        _call(facts, "ssm:GetParameter", facts.arn("ssm", parameter, account=""), "pkg/providers/amifamily/al2023.go"),
+        _call(facts, "pricing:GetProducts", "*", "pkg/providers/pricing/pricing.go", region=pricing_region),
+        _call(facts, "eks:DescribeCluster", facts.arn("eks", f"cluster/{facts.cluster}"), "pkg/operator/operator.go"),
+        # No resource-level permissions: IAM authorizes it on `*` (upstream's AllowUnscopedInstanceProfileListAction).
+        _call(facts, "iam:ListInstanceProfiles", "*", "pkg/providers/instanceprofile/instanceprofile.go ListProfiles"),
+    ]
+    if facts.interruption_queue:
+        queue = facts.arn("sqs", facts.interruption_queue)
+        calls += [_call(facts, f"sqs:{action}", queue, "pkg/providers/sqs/sqs.go")
+                  for action in ("GetQueueUrl", "ReceiveMessage", "DeleteMessage")]
+    for node_class in facts.node_classes:
+        calls += _node_class_calls(facts, node_class)
+    return calls
+
+
+def fsx_csi_calls(facts: Facts) -> list[Call]:
+    # DescribeFileSystems has no resource-level permissions: listing every file system (pollFileSystems) and
+    # describing one (ValidateVolumeCapabilities) are both authorized on `*`.
+    return [_call(facts, "fsx:DescribeFileSystems", "*", "pkg/cloud/cloud.go pollFileSystems, DescribeFileSystem")]
+
+
+def ebs_csi_calls(facts: Facts) -> list[Call]:
+    """Dynamic provisioning, attachment and expansion of the state volumes (a Retain class: never deleted)."""
+    # pkg/driver/controller.go CreateVolume: the driver's own tags, and the claim's from the provisioner's
+    # --extra-create-metadata.
+    tags = {"CSIVolumeName": "pvc-0123", "ebs.csi.aws.com/cluster": "true",
+            "kubernetes.io/created-for/pvc/name": "state", "kubernetes.io/created-for/pvc/namespace": "slurm",
+            "kubernetes.io/created-for/pv/name": "pvc-0123"}
+    volume, node = facts.ec2("volume"), facts.ec2("instance")
+    source = "pkg/cloud/cloud.go"
+    calls = [_call(facts, f"ec2:{action}", "*", source) for action in EBS_READS]
+    calls += [_call(facts, "ec2:CreateVolume", volume, source, request_tags(tags)),
+              _call(facts, "ec2:CreateTags", volume, source, tagged_on_create(tags, "CreateVolume")),
+              _call(facts, "ec2:ModifyVolume", volume, source, resource_tags("ec2", tags))]
+    for action in ("AttachVolume", "DetachVolume"):
+        calls += [_call(facts, f"ec2:{action}", volume, source, resource_tags("ec2", tags)),
+                  _call(facts, f"ec2:{action}", node, source)]
+    return calls
+
+
+CONTROLLERS = (
+    Controller("Karpenter", "system:serviceaccount:kube-system:karpenter",
+               "aws/karpenter-provider-aws website/content/en/v1.14/getting-started/getting-started-with-karpenter/"
+               "cloudformation.yaml", karpenter_calls),
+    Controller("the FSx CSI controller", "system:serviceaccount:kube-system:fsx-csi-controller-sa",
+               "kubernetes-sigs/aws-fsx-csi-driver docs/install.md", fsx_csi_calls),
+    Controller("the EBS CSI controller", "system:serviceaccount:kube-system:ebs-csi-controller-sa",
+               "kubernetes-sigs/aws-ebs-csi-driver docs/AmazonEBSCSIDriverPolicyV2.json", ebs_csi_calls),
+)

@@ -1,0 +1,29 @@
+"""`slurm-eks check --stack S`: the deploy check on the offline plan. Registered by scripts/cli/main.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from components.problems import ConfigError
+from components.stackfile import STACKS_DIR
+from scripts.checks.deploy import check_stack, summary
+from scripts.cli.problems import fail_config
+
+
+def check(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")],
+    stacks_dir: Annotated[Path, typer.Option(help="directory holding the Pulumi.<stack>.yaml files")] = STACKS_DIR,
+) -> None:
+    """Will `pulumi up` give a working cluster? Plan offline, then check who can reach whom (network), who
+    may do what (iam) and what exists before what (order); exit 1 on an error."""
+    try:
+        plan, findings = check_stack(stack, stacks_dir)
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    typer.echo("".join(f.render() + "\n" for f in findings), nl=False)
+    typer.echo(summary(plan, findings))
+    if any(f.severity == "error" for f in findings):
+        raise typer.Exit(1)

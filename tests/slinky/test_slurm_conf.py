@@ -1,0 +1,145 @@
+"""The slurm.conf and cgroup.conf we add for a shared GPU cluster: jobs bound to and fenced into what they were
+given, GPUs in accounting; nothing the operator writes itself; every key and value one Slurm 25.11 takes;
+and the slurm.conf accepted by a real Slurm parser (Debian's 22.05 `scontrol`, which reads slurm.conf before
+it does anything else)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from scripts.offline.plan_model import Plan
+from tests.conftest import require_tool, unavailable
+from tests.plan.fixtures import shipped_plan
+from tests.slinky.helpers import objects, plan_of, trainium_only, variant
+
+# Keys SlinkyProject/slurm-operator v1.2.1 writes into slurm.conf itself (internal/builder/controllerbuilder/
+# controller_config.go buildSlurmConf); SlurmctldParameters, AuthInfo and AuthAltParameters it merges with ours.
+OPERATOR_KEYS = frozenset({
+    "ClusterName", "SlurmUser", "SlurmctldHost", "SlurmctldPort", "StateSaveLocation", "SlurmdUser", "SlurmdPort",
+    "SlurmdSpoolDir", "MaxNodeCount", "SlurmctldLogFile", "SlurmSchedLogFile", "SlurmdLogFile", "AuthType",
+    "CredType", "AuthAltTypes", "AuthAltParameters", "AuthInfo", "SlurmctldParameters", "MetricsType",
+    "AccountingStorageType", "AccountingStorageHost", "AccountingStoragePort", "PrologSlurmctld",
+    "EpilogSlurmctld", "Prolog", "Epilog", "NodeSet", "PartitionName",
+})
+# What it writes as cgroup.conf when no configFileRefs ConfigMap has one (buildCgroupConf): ours replaces it.
+OPERATOR_CGROUP = {"CgroupPlugin": "cgroup/v2", "IgnoreSystemd": "yes"}
+# The values each key we use takes in Slurm 25.11 (SchedMD/slurm slurm-25-11-6-1, doc/man/man5/slurm.conf.5 and
+# cgroup.conf.5); None: a free-form list (GRES names, TRES names).
+SLURM_CONF_25_11: dict[str, frozenset[str] | None] = {
+    "SelectType": frozenset({"select/cons_tres", "select/linear"}),
+    "SelectTypeParameters": frozenset({"CR_CPU", "CR_CPU_Memory", "CR_Core", "CR_Core_Memory", "CR_Socket",
+                                       "CR_Socket_Memory", "CR_Memory", "CR_ONE_TASK_PER_CORE",
+                                       "CR_CORE_DEFAULT_DIST_BLOCK", "CR_LLN", "CR_Pack_Nodes"}),
+    "TaskPlugin": frozenset({"task/affinity", "task/cgroup"}),
+    "ProctrackType": frozenset({"proctrack/cgroup", "proctrack/linuxproc", "proctrack/pgid"}),
+    "JobAcctGatherType": frozenset({"jobacct_gather/cgroup", "jobacct_gather/linux"}),
+    "GresTypes": None,
+    "AccountingStorageTRES": None,
+}
+YES_NO = frozenset({"yes", "no"})
+CGROUP_CONF_25_11: dict[str, frozenset[str]] = {
+    "CgroupPlugin": frozenset({"cgroup/v1", "cgroup/v2", "autodetect", "disabled"}),
+    "IgnoreSystemd": YES_NO, "ConstrainCores": YES_NO, "ConstrainRAMSpace": YES_NO, "ConstrainDevices": YES_NO,
+}
+
+
+def key_values(text: str) -> list[tuple[str, str]]:
+    return [tuple(line.split("=", 1)) for line in text.splitlines() if line.strip()]  # type: ignore[misc]
+
+
+@pytest.fixture(scope="module", params=["dev", "prod", "trainium-only"])
+def plan(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Plan:
+    if request.param == "trainium-only":
+        return plan_of(variant("prod", trainium_only), tmp_path_factory.mktemp("trn"))
+    return shipped_plan(request.param)
+
+
+def controller_conf(plan: Plan) -> dict[str, str]:
+    (controller,) = objects(plan, "Controller").values()
+    return dict(key_values(controller["spec"]["extraConf"]))
+
+
+def cgroup_conf(plan: Plan) -> dict[str, str]:
+    (controller,) = objects(plan, "Controller").values()
+    refs = {r["name"] for r in controller["spec"]["configFileRefs"]}
+    (text,) = [cm["data"]["cgroup.conf"] for name, cm in objects(plan, "ConfigMap").items()
+               if name in refs and "cgroup.conf" in cm["data"]]
+    return dict(key_values(text))
+
+
+def has_gpus(plan: Plan) -> bool:
+    return any("Gres=gpu:" in ns["spec"].get("extraConf", "") for ns in objects(plan, "NodeSet").values())
+
+
+def test_jobs_are_bound_fenced_and_accounted(plan: Plan) -> None:
+    conf = controller_conf(plan)
+    assert set(conf["TaskPlugin"].split(",")) == {"task/cgroup", "task/affinity"}
+    assert conf["ProctrackType"] == "proctrack/cgroup"
+    assert conf["JobAcctGatherType"] == "jobacct_gather/cgroup"
+    assert conf["SelectType"] == "select/cons_tres" and conf["SelectTypeParameters"].endswith("_Memory")
+    if has_gpus(plan):
+        assert conf["GresTypes"] == "gpu" and "gres/gpu" in conf["AccountingStorageTRES"].split(",")
+    else:
+        assert "GresTypes" not in conf and "AccountingStorageTRES" not in conf
+
+
+def test_cgroup_conf_confines_cores_memory_and_devices(plan: Plan) -> None:
+    conf = cgroup_conf(plan)
+    assert {k: conf[k] for k in ("ConstrainCores", "ConstrainRAMSpace", "ConstrainDevices")} == \
+        dict.fromkeys(("ConstrainCores", "ConstrainRAMSpace", "ConstrainDevices"), "yes")
+    # Ours replaces the operator's cgroup.conf, so it keeps what the operator's says.
+    assert {k: conf[k] for k in OPERATOR_CGROUP} == OPERATOR_CGROUP
+
+
+def test_nothing_twice_nor_what_the_operator_writes(plan: Plan) -> None:
+    (controller,) = objects(plan, "Controller").values()
+    keys = [k for k, _ in key_values(controller["spec"]["extraConf"])]
+    assert len(keys) == len(set(keys))
+    assert not set(keys) & OPERATOR_KEYS
+
+
+def test_every_key_and_value_is_slurm_25_11s(plan: Plan) -> None:
+    for conf, manual in ((controller_conf(plan), SLURM_CONF_25_11), (cgroup_conf(plan), CGROUP_CONF_25_11)):
+        for key, value in conf.items():
+            assert key in manual, key
+            allowed = manual[key]
+            assert allowed is None or set(value.split(",")) <= allowed, f"{key}={value}"
+
+
+def _parses(conf_dir: Path, text: str) -> subprocess.CompletedProcess[str]:
+    """Slurm's own slurm.conf parser: `scontrol` reads SLURM_CONF (unknown keys and bad values are fatal)
+    before its command, and `show hostnames` needs no daemon."""
+    path = conf_dir / "slurm.conf"
+    path.write_text(text)
+    return subprocess.run([require_tool("scontrol", "apt-get install slurm-client"), "show", "hostnames", "n1"],
+                          env={**os.environ, "SLURM_CONF": str(path)}, capture_output=True, text=True, timeout=30)
+
+
+def _plugin_dir() -> Path:
+    found = [p.parent for pattern in ("/usr/lib/*/slurm-wlm/task_cgroup.so", "/usr/lib*/slurm/task_cgroup.so")
+             for p in Path("/").glob(pattern.lstrip("/"))]
+    if not found:
+        unavailable("no Slurm plugin directory (task_cgroup.so): apt-get install slurm-wlm-basic-plugins")
+    return found[0]
+
+
+def test_slurms_parser_accepts_it(plan: Plan, tmp_path: Path) -> None:
+    # The operator's lines that matter to parsing (an address nothing listens on: nothing is contacted), one
+    # node for the partition lines, then ours.
+    base = "ClusterName=test\nSlurmctldHost=test(192.0.2.1)\nSlurmctldPort=1\nNodeName=n1 CPUs=2 State=UNKNOWN\n"
+    partitions = "".join(f"PartitionName={name} Nodes=n1 {ns['spec']['partition']['config']}\n"
+                         for name, ns in objects(plan, "NodeSet").items())
+    (controller,) = objects(plan, "Controller").values()
+    ours = controller["spec"]["extraConf"]
+    result = _parses(tmp_path, base + partitions + ours)
+    assert result.returncode == 0 and result.stdout.split() == ["n1"], result.stderr
+    # The same parser refuses a key it does not know, so the pass above means something.
+    assert _parses(tmp_path, base + ours + "ConstrainCores=yes\n").returncode != 0
+    # Every plugin named exists as Slurm builds it (`select/cons_tres` -> select_cons_tres.so).
+    plugins = [v for k, v in controller_conf(plan).items() if k.endswith(("Type", "Plugin")) and "/" in v]
+    for name in (p for value in plugins for p in value.split(",")):
+        assert (_plugin_dir() / f"{name.replace('/', '_')}.so").is_file(), name
