@@ -9,7 +9,7 @@ STACK ?= dev
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: setup setup-extras system-packages plan test lint golden bench clean
+.PHONY: setup setup-extras system-packages plan test lint golden bench crds mutate clean
 
 # Debian packages the tests use (shellcheck for rendered job scripts). The local Slurm daemons are
 # installed by `slurm-eks local up`, which the test suite runs itself.
@@ -51,6 +51,21 @@ golden: setup
 # Speed targets live here, not in timed tests: they print ratios.
 bench: setup-extras
 	$(BIN)/python benchmarks/bench_train.py
+
+# The upstream CRD schemas, from the commits pinned in tools/crds.json, SHA-256 checked, into build/crds
+# (which the tests then read instead of ../shared/crds). Standard library only: no venv needed.
+crds:
+	$(PYTHON) tools/fetch_crds.py
+
+# Mutation testing of the safety modules against their targeted tests (tests/mutation/run.py); long, so
+# on demand only, never in CI or `make test`. MODULES="scripts/checks/order.py ..." narrows it.
+MODULES ?=
+$(VENV)/.installed-mutate: pyproject.toml $(EXTRAS)
+	$(BIN)/pip install --quiet -e '.[mutate]'
+	touch $@
+
+mutate: $(VENV)/.installed-mutate
+	$(BIN)/python -m tests.mutation.run $(MODULES)
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -21,7 +21,8 @@ from components.network import Network
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 SYSTEM_LABEL = "node.slurm-eks.io/role"
 SYSTEM_NODE_SELECTOR = {SYSTEM_LABEL: "system"}
-CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+# An EKS access policy, in the deploying partition (docs.aws.amazon.com/eks/latest/userguide/access-policies.html).
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,8 @@ class EksCluster(pulumi.ComponentResource):
                 f"admin-{i}": eks.AccessEntryArgs(
                     principal_arn=arn,
                     access_policies={"cluster-admin": eks.AccessPolicyAssociationArgs(
-                        policy_arn=CLUSTER_ADMIN_POLICY,
+                        policy_arn=aws.get_partition_output().partition.apply(
+                            lambda p: f"arn:{p}:eks::aws:cluster-access-policy/{CLUSTER_ADMIN_POLICY}"),
                         access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))})
                 for i, arn in enumerate(c.admin_role_arns)
             },

@@ -11,7 +11,7 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 CONFIG_NAMESPACE = "slurm-eks"
@@ -112,8 +112,17 @@ class Repository(Model):
 class Fsx(Model):
     deployment_type: Literal["SCRATCH_2", "PERSISTENT_2"] = "PERSISTENT_2"
     capacity_gib: int = Field(1200, alias="capacityGiB", gt=0)
-    throughput_per_tib: int | None = Field(None, alias="throughputPerTiB")
+    throughput_per_tib: int | None = Field(None, alias="throughputPerTiB", validate_default=True)
     repositories: list[Repository] = Field(default_factory=list)
+
+    @field_validator("throughput_per_tib")
+    @classmethod
+    def _persistent_default(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # PERSISTENT_2 needs a throughput and SCRATCH_2 takes none: 125 MB/s/TiB, the cheapest tier, lets a
+        # stack leave out `storage` altogether.
+        if value is None and info.data.get("deployment_type") == "PERSISTENT_2":
+            return 125
+        return value
 
 
 class Storage(Model):

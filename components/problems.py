@@ -9,6 +9,11 @@ from typing import Any, Literal
 Severity = Literal["error", "warning"]
 
 
+def plural(count: int, noun: str) -> str:
+    """A count as people read it: "1 error", "2 errors"."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 @dataclass(frozen=True)
 class Problem:
     rule: str  # the validator that found it, e.g. "fsx-capacity"
@@ -40,7 +45,6 @@ class ConfigError(Exception):
 
     def render(self) -> str:
         head = f"{self.source}: " if self.source else ""
-        n = len(self.errors)
-        lines = [f"{head}{n} error{'s' if n != 1 else ''} in slurm-eks:cluster"]
+        lines = [f"{head}{plural(len(self.errors), 'error')} in slurm-eks:cluster"]
         lines += [p.render() for p in self.problems]
         return "\n".join(lines)

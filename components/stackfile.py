@@ -31,7 +31,10 @@ def read_pulumi_config(path: Path) -> dict[str, Any]:
 
     if not path.exists():
         stacks = available_stacks(path.parent) if path.parent.exists() else []
-        raise fail("stack file not found", f"create it, or use one of: {', '.join(stacks) or '(none)'}")
+        asked = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        close = difflib.get_close_matches(asked, stacks, n=1, cutoff=0.6)
+        hint = f"did you mean `{close[0]}`? " if close else ""
+        raise fail("stack file not found", f"{hint}create it, or use one of: {', '.join(stacks) or '(none)'}")
     try:
         document = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:

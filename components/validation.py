@@ -1,12 +1,16 @@
 """Turn a raw `slurm-eks:cluster` value into a `ClusterConfig`, or a `ConfigError` listing every problem.
 
 Two passes, like AWS ParallelCluster: the structure (types, unknown keys with a "did you mean" hint) from
-the pydantic models, then the named semantic rules in `components.validators`.
+the pydantic models, then the named semantic rules in `components.validators`. The rules also run when
+the only structural errors are unknown keys, so both kinds are reported together.
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
+import json
+import re
 import types
 import typing
 from typing import Any
@@ -16,6 +20,8 @@ from pydantic import BaseModel, ValidationError
 from components.config import FULL_KEY, ClusterConfig
 from components.problems import ConfigError, Problem
 from components.validators import run_validators
+
+_PLAIN_KEY = re.compile(r"[^.\[\]\s\"]+")
 
 
 def parse_cluster_config(raw: Any, source: str = "") -> tuple[ClusterConfig, list[Problem]]:
@@ -29,18 +35,44 @@ def parse_cluster_config(raw: Any, source: str = "") -> tuple[ClusterConfig, lis
     try:
         config = ClusterConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError([_structural_problem(e) for e in exc.errors()], source) from None
+        structural = [_structural_problem(e) for e in exc.errors()]
+        # Unknown keys alone leave a readable config: check its rules too, so one typo does not hide the rest.
+        readable = _without_unknown_keys(raw, exc.errors())
+        raise ConfigError(structural + (run_validators(readable) if readable else []), source) from None
     problems = run_validators(config)
     if any(p.severity == "error" for p in problems):
         raise ConfigError(problems, source)
     return config, problems
 
 
+def _without_unknown_keys(raw: dict[str, Any], errors: list[Any]) -> ClusterConfig | None:
+    """The config with the unknown keys dropped, or None when other structural errors remain."""
+    if any(e["type"] != "extra_forbidden" for e in errors):
+        return None
+    trimmed = copy.deepcopy(raw)
+    for error in errors:
+        *parents, key = error["loc"]
+        container: Any = trimmed
+        for part in parents:
+            container = container[part]
+        del container[key]
+    try:
+        return ClusterConfig.model_validate(trimmed)
+    except ValidationError:
+        return None
+
+
 def config_path(loc: tuple[Any, ...]) -> str:
-    """("partitions", "gpu", "instanceTypes", 0) -> "partitions.gpu.instanceTypes[0]"."""
+    """("partitions", "gpu", "instanceTypes", 0) -> "partitions.gpu.instanceTypes[0]"; a key that is empty or
+    holds a dot, bracket or space is quoted, so every path names one place: `tags["a.b"]`, `[""]`."""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not _PLAIN_KEY.fullmatch(str(part)):
+            out += f"[{json.dumps(str(part))}]"
+        else:
+            out += f".{part}" if out else str(part)
     return out
 
 
@@ -56,6 +88,9 @@ def _structural_problem(error: Any) -> Problem:
         return Problem("unknown-key", "error", path, value, f"unknown key `{loc[-1]}`", hint)
     if kind == "missing":
         return Problem("required", "error", path, None, "required setting is missing", f"add `{path}`")
+    if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
+        return Problem("type-string-type", "error", path, value, "a number where text is expected",
+                       f'quote it as a string, e.g. "{value}" (YAML reads an unquoted 1.30 as the number 1.3)')
     message = error["msg"].removeprefix("Value error, ")
     fix = {
         "literal_error": f"use one of: {error.get('ctx', {}).get('expected', '')}",

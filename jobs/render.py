@@ -5,6 +5,7 @@ Runs on the login pod: it reads the stack config (pydantic) and the instance cat
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 import sys
@@ -12,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from pydantic import TypeAdapter, ValidationError
 
 from components import catalog
-from components.config import ClusterConfig
+from components.config import ClusterConfig, SlurmTime
 from components.slinky.images import training_image
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -22,6 +24,7 @@ SHARED = "/shared"
 DEFAULT_SIGNAL_LEAD_S = 300  # time to finish a step and write a checkpoint before the time limit
 DEFAULT_MAX_REQUEUES = 3
 DEFAULT_TORCHRUN_RESTARTS = 2  # a crashed worker is restarted (from the newest checkpoint) this often
+_SLURM_TIME = TypeAdapter(SlurmTime)  # the partitions' maxTime rule, so --time accepts what Slurm accepts
 
 
 class RenderError(ValueError):
@@ -53,7 +56,9 @@ def target_for_partition(
     config: ClusterConfig, stack: str, name: str, image: str | None = None, container: bool = True
 ) -> JobTarget:
     if name not in config.partitions:
-        raise RenderError(f"stack {stack} has no partition {name!r}; partitions: {', '.join(config.partitions)}")
+        close = difflib.get_close_matches(name, list(config.partitions), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise RenderError(f"stack {stack} has no partition {name!r}; {hint}partitions: {', '.join(config.partitions)}")
     partition = config.partitions[name]
     it = catalog.lookup(partition.instance_types[0])
     image = image or training_image(partition)
@@ -121,6 +126,12 @@ def render_job(
         raise RenderError("no entry point: put it after `--`, e.g. `-- jobs/train.py --steps 1000`")
     if nodes < 1:
         raise RenderError(f"--nodes must be at least 1, not {nodes}")
+    try:
+        _SLURM_TIME.validate_python(time)
+    except ValidationError:
+        raise RenderError(
+            f"--time {time!r} is not a Slurm time limit; use minutes, HH:MM:SS, D-HH:MM:SS or UNLIMITED"
+        ) from None
     name = job_name or re.sub(r"[^A-Za-z0-9_.-]", "-", Path(entry[0]).stem) or "train"
     container = ""
     if target.image:

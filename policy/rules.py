@@ -26,19 +26,21 @@ _INTERNAL_LB = {"service.beta.kubernetes.io/aws-load-balancer-internal": "true",
 
 
 def imdsv2_required(type_: str, inputs: Mapping[str, Any]) -> list[str]:
-    if type_ == LAUNCH_TEMPLATE:
-        options = inputs.get("metadataOptions") or {}
-        # Unset, EC2 takes the AMI's setting, which allows IMDSv1 on most AMIs.
-        tokens = options.get("httpTokens", "unset")
-        if options.get("httpEndpoint") == "disabled" or tokens in ("required", UNKNOWN):
-            return []
-        return [f"metadataOptions.httpTokens is {tokens}: IMDSv1 lets any process on the node (a pod "
-                "included, through SSRF) read the node role's credentials without a token"]
-    # EC2NodeClass: Karpenter's CRD defaults httpTokens to `required`, so only an explicit value can weaken it.
-    tokens = dig(inputs, "spec", "metadataOptions", "httpTokens")
-    if tokens in (None, "required", UNKNOWN):
-        return []
-    return [f"spec.metadataOptions.httpTokens is {tokens}: Karpenter's nodes would accept IMDSv1"]
+    node_class = type_ == NODE_CLASS
+    options = (dig(inputs, "spec", "metadataOptions") if node_class else inputs.get("metadataOptions")) or {}
+    where = "spec.metadataOptions" if node_class else "metadataOptions"
+    problems = []
+    # Both default to enabled; disabled, nodeadm cannot read the instance's identity and the node never joins.
+    if options.get("httpEndpoint") == "disabled":
+        problems.append(f"{where}.httpEndpoint is disabled: the node cannot bootstrap (nodeadm reads IMDS)")
+    # Karpenter's CRD defaults httpTokens to `required` (karpenter-provider-aws v1.14.1
+    # pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml); unset on a launch template, EC2 takes the AMI's
+    # setting, which allows IMDSv1 on most AMIs.
+    tokens = options.get("httpTokens", "required" if node_class else "unset")
+    if tokens not in ("required", UNKNOWN):
+        problems.append(f"{where}.httpTokens is {tokens}: IMDSv1 lets any process on the node (a pod included, "
+                        "through SSRF) read the node role's credentials without a token")
+    return problems
 
 
 def ebs_encrypted(type_: str, inputs: Mapping[str, Any]) -> list[str]:
@@ -170,8 +172,9 @@ def _underutilized_blocked(budgets: list[Any]) -> bool:
 
 IMDSV2_REQUIRED = ResourceRule(
     name="imdsv2-required",
-    description="Nodes require IMDSv2 tokens (launch templates, Karpenter EC2NodeClasses).",
-    fix="set metadataOptions.httpTokens: required (and httpPutResponseHopLimit: 1 so pods cannot reach IMDS)",
+    description="Nodes require IMDSv2 tokens and keep the metadata endpoint on (launch templates, EC2NodeClasses).",
+    fix="set metadataOptions.httpEndpoint: enabled and httpTokens: required (and httpPutResponseHopLimit: 1 so "
+        "pods cannot reach IMDS)",
     types=frozenset({LAUNCH_TEMPLATE, NODE_CLASS}),
     check=imdsv2_required,
 )

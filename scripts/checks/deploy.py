@@ -12,9 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from components.config import ClusterConfig
+from components.problems import plural
 from components.stackfile import load_stack
 from scripts.checks import eviction, iam, network, order
-from scripts.checks.findings import Finding, plural
+from scripts.checks.findings import Finding
 from scripts.offline.plan_model import Plan
 
 Rule = Callable[[Plan, ClusterConfig], list[Finding]]

@@ -24,7 +24,3 @@ def resource_label(urn: str) -> str:
     """`name (type)` from a URN: `urn:pulumi:stack::project::parent$type::name`."""
     qualified, _, name = urn.rpartition("::")
     return f"{name} ({qualified.rpartition('$')[2]})"
-
-
-def plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"

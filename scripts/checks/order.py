@@ -21,6 +21,9 @@ ADDON = "aws:eks/addon:Addon"
 # Kinds whose objects become pods (directly, or through their operator): they need a node to run on.
 POD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod",
              "Controller", "NodeSet", "LoginSet", "RestApi", "Accounting", "MariaDB"}
+# EKS add-ons that are DaemonSets only: ACTIVE with no node. Every other add-on (coredns, the EBS CSI
+# driver's controller, ...) is a Deployment that the add-on waits for.
+DAEMONSET_ADDONS = {"vpc-cni", "kube-proxy", "eks-pod-identity-agent"}
 # API groups -> the charts that serve them: the CRD first, and the admission webhook that validates the
 # objects where the project has one (an object created before its webhook runs is rejected).
 SERVED_BY = {
@@ -97,7 +100,7 @@ def needs(plan: Plan) -> Iterator[Need]:
             yield from (Need(r, c, "Kubernetes objects are created through the cluster's API") for c in clusters)
         awaited = r.type == RELEASE and not r.inputs.get("skipAwait")
         runs_pods = awaited or (r.is_manifest and r.inputs.get("kind") in POD_KINDS) or (
-            r.type == ADDON and r.inputs.get("addonName") == "coredns")
+            r.type == ADDON and r.inputs.get("addonName") not in DAEMONSET_ADDONS)
         if runs_pods:
             yield from (Need(r, g, "its pods need a node: without one, `pulumi up` waits until it times out")
                         for g in node_groups)

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.tree import Tree
 
-from components.problems import ConfigError
+from components.problems import ConfigError, plural
 from components.stackfile import STACKS_DIR, load_stack
 from scripts.cli.check import check
 from scripts.cli.policy import policy
@@ -53,10 +53,10 @@ def validate(
     except ConfigError as exc:
         raise fail_config(exc) from None
     print_problems(warnings)
-    summary = f"{len(config.partitions)} partitions, {len(warnings)} warnings"
+    summary = f"{plural(len(config.partitions), 'partition')}, {plural(len(warnings), 'warning')}"
     if crds:
         checked = _validate_manifests(stack, stacks_dir, crds)
-        summary += f", {checked} manifests valid against {', '.join(map(str, crds))}"
+        summary += f", {plural(checked, 'manifest')} valid against {', '.join(map(str, crds))}"
     out.print(f"[green]stack {stack}: valid[/] ({summary})", highlight=False)
 
 
@@ -75,7 +75,7 @@ def _validate_manifests(stack: str, stacks_dir: Path, crd_dirs: list[Path]) -> i
     for problem in problems:
         err.print(f"[red]error[/]\\[manifest] {problem}", highlight=False)
     if problems:
-        err.print(f"[red]stack {stack}: {len(problems)} manifest problems[/]")
+        err.print(f"[red]stack {stack}: {plural(len(problems), 'manifest problem')}[/]")
         raise typer.Exit(CONFIG_ERROR_EXIT)
     return len(plan.manifests())
 
@@ -89,16 +89,20 @@ def plan(
     """What `pulumi up` would create, offline: DIR/plan.json and DIR/manifests/."""
     from scripts.offline.plan import run_plan, write_plan  # imports Pulumi: keep `validate` and `diff` fast
 
+    target = out_dir or Path("build") / stack
+    if target.exists() and not target.is_dir():
+        err.print(f"[red]error:[/] --out {target} is a file; give a directory (it is created if missing)",
+                  highlight=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT)
     try:
         result, warnings = run_plan(stack, stacks_dir)
     except ConfigError as exc:
         raise fail_config(exc) from None
     print_problems(warnings)
-    target = out_dir or Path("build") / stack
     write_plan(result, target)
     out.print(resource_tree(result))
-    out.print(f"wrote {target / 'plan.json'} ({len(result.resources)} resources) and "
-              f"{target / 'manifests'}/ ({len(result.manifests())} Kubernetes objects)", highlight=False)
+    out.print(f"wrote {target / 'plan.json'} ({plural(len(result.resources), 'resource')}) and "
+              f"{target / 'manifests'}/ ({plural(len(result.manifests()), 'Kubernetes object')})", highlight=False)
 
 
 @app.command()
@@ -140,7 +144,7 @@ def resource_tree(plan: Plan) -> Tree:
         for type_, n in sorted(Counter(k.type for k in kids if k.custom).items()):
             branch.add(f"{n} x {type_}")
 
-    root = Tree(f"[bold]{plan.project}-{plan.stack}[/] ({len(plan.resources)} resources)")
+    root = Tree(f"[bold]{plan.project}-{plan.stack}[/] ({plural(len(plan.resources), 'resource')})")
     grow(root, None)
     return root
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from components.problems import ConfigError, Problem
+from components.problems import ConfigError, Problem, plural
 
 CONFIG_ERROR_EXIT = 2
 err = Console(stderr=True, soft_wrap=True)
@@ -21,7 +21,6 @@ def print_problems(problems: list[Problem]) -> None:
 
 
 def fail_config(exc: ConfigError) -> typer.Exit:
-    n = len(exc.errors)
-    err.print(f"[red]{exc.source}: {n} error{'s' if n != 1 else ''} in slurm-eks:cluster[/]", highlight=False)
+    err.print(f"[red]{exc.source}: {plural(len(exc.errors), 'error')} in slurm-eks:cluster[/]", highlight=False)
     print_problems(exc.problems)
     return typer.Exit(CONFIG_ERROR_EXIT)

@@ -31,7 +31,7 @@ from slurm.local.config import PARTITION as LOCAL_PARTITION
 from slurm.local.topology import detect_node
 
 console = Console()
-errors = Console(stderr=True)
+errors = Console(stderr=True, soft_wrap=True)  # an error stays one line, however long
 
 local_app = typer.Typer(help="A real one-node Slurm on this machine (needs root and apt).", no_args_is_help=True)
 job_app = typer.Typer(
@@ -204,7 +204,9 @@ def job_logs(
             console.out(chunk, end="", highlight=False)
 
 
-@job_app.command("render", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+# Unknown options are errors here (a typo such as --node would otherwise become the entry point);
+# only what follows `--` is the job's.
+@job_app.command("render", context_settings={"allow_extra_args": True})
 def job_render(
     ctx: typer.Context,
     stack: Annotated[str | None, typer.Option("--stack", "-s", help="stack whose partition to target")] = None,
@@ -242,7 +244,11 @@ def job_render(
         errors.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from None
     if output:
-        output.write_text(script)
+        try:
+            output.write_text(script)
+        except OSError as exc:
+            errors.print(f"[red]error:[/red] cannot write {output}: {exc.strerror}", highlight=False)
+            raise typer.Exit(2) from None
         console.print(f"wrote {output}")
     else:
         typer.echo(script, nl=False)

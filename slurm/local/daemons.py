@@ -67,7 +67,21 @@ def munge_works() -> bool:
     return subprocess.run([program("munge"), "-n"], capture_output=True).returncode == 0
 
 
+def _unreachable_by_others(path: Path) -> Path | None:
+    """The first ancestor of `path` that other users cannot enter (munged runs as `munge`)."""
+    for parent in reversed(path.resolve().parents):
+        if parent.exists() and not parent.stat().st_mode & 0o001:
+            return parent
+    return None
+
+
 def _prepare_munge(layout: StateLayout) -> None:
+    blocked = _unreachable_by_others(layout.munge)
+    if blocked is not None:
+        raise LocalSlurmError(
+            f"munged runs as user munge and cannot enter {blocked} (mode {blocked.stat().st_mode & 0o777:o}), "
+            f"which holds the local Slurm's state: `chmod o+x {blocked}`, or set SLURM_EKS_LOCAL_STATE to a "
+            "directory outside it (for example /var/tmp/slurm-eks)")
     for directory in (MUNGE_RUN_DIR, layout.munge):
         directory.mkdir(parents=True, exist_ok=True)
         shutil.chown(directory, "munge", "munge")

@@ -84,6 +84,11 @@ def test_custom_resources_wait_for_the_chart_that_serves_their_kind() -> None:
                                          ("nodeclass", "karpenter.k8s.aws/v1:EC2NodeClass"))}
 
 
+def test_daemonset_add_ons_need_no_node() -> None:
+    plan = broken("prod", lambda p: only(p, order.ADDON, "slurm-state-ebs-csi").inputs.update(addonName="kube-proxy"))
+    assert "slurm-state-ebs-csi" not in {n.resource.name for n in order.needs(plan) if n.needs.type == order.NODE_GROUP}
+
+
 def test_waiting_for_a_component_waits_for_its_children() -> None:
     plan = shipped_plan("prod")
     waits = order.Waits(plan)
@@ -91,3 +96,28 @@ def test_waiting_for_a_component_waits_for_its_children() -> None:
     # The EBS CSI add-on depends on the EksCluster component, so it waits for CoreDNS inside it.
     ebs = only(plan, order.ADDON, "slurm-state-ebs-csi")
     assert coredns.urn in waits.closure(ebs.urn)
+
+
+def _synthetic(urn: str, type_: str, *, deps: list[str] | None = None, parent: str | None = None,
+               custom: bool = True, inputs: dict | None = None) -> PlannedResource:
+    return PlannedResource(urn=urn, type=type_, name=urn, parent=parent, provider=None, dependencies=deps or [],
+                           custom=custom, protect=False, retain_on_delete=False, inputs=inputs or {})
+
+
+def test_a_dependency_on_a_component_covers_its_descendants_only() -> None:
+    plan = Plan("t", "p", [
+        _synthetic("comp", "my:index:Component", custom=False),
+        _synthetic("child", "aws:x/y:Y", parent="comp"),
+        _synthetic("grandchild", "aws:x/y:Y", parent="child"),
+        _synthetic("other", "aws:x/y:Y"),
+        _synthetic("waiter", "aws:x/y:Y", deps=["comp"]),
+    ])
+    assert order.Waits(plan).closure("waiter") == {"comp", "child", "grandchild"}
+
+
+def test_only_pods_need_a_node() -> None:
+    plan = shipped_plan("prod")
+    needing_nodes = {n.resource.name for n in order.needs(plan) if n.needs.type == order.NODE_GROUP}
+    assert {"eks-coredns", "slurm-state-ebs-csi"} <= needing_nodes  # add-ons that are Deployments
+    kinds = {r.inputs["kind"] for r in plan.resources if r.is_manifest and r.name in needing_nodes}
+    assert kinds <= order.POD_KINDS and "NodeSet" in kinds and "ConfigMap" not in kinds

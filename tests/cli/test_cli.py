@@ -105,3 +105,21 @@ def test_validate_with_crds_without_the_manifests_extra_says_what_to_install(crd
                             cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "(jsonschema is missing): pip install -e '.[manifests]' (or make setup-extras)" in result.stderr
+
+
+def test_plan_out_onto_an_existing_file_is_one_line(tmp_path: Path) -> None:
+    existing = tmp_path / "plan.txt"
+    existing.write_text("keep me")
+    result = run("plan", "--stack", "dev", "--out", str(existing))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == f"error: --out {existing} is a file; give a directory (it is created if missing)"
+    assert existing.read_text() == "keep me"
+
+
+def test_validate_counts_read_in_the_singular_and_plural(tmp_path: Path) -> None:
+    raw = raw_config("dev")
+    raw["storage"]["fsx"]["capacityGiB"] = 1000
+    result = run("validate", "--stack", "bad", "--stacks-dir", str(_stack_dir(tmp_path, "bad", raw)))
+    assert "1 error in slurm-eks:cluster" in result.stderr and "1 errors" not in result.stderr
+    ok = run("validate", "--stack", "dev")
+    assert "1 partitions" not in ok.stdout and "1 warnings" not in ok.stdout

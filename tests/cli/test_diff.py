@@ -63,3 +63,31 @@ def test_markdown_cells_escape_pipes_and_backticks() -> None:
     # Every table row has exactly as many unescaped cell separators as its header.
     rows = [line for line in text.splitlines() if line.startswith("|")]
     assert {len(re.findall(r"(?<!\\)\|", row)) for row in rows} == {4}
+
+
+def test_a_diff_with_only_additions_or_only_removals_is_not_empty() -> None:
+    assert not diff_plans(Plan("s", "p", []), Plan("s", "p", [_res("new")])).empty
+    assert not diff_plans(Plan("s", "p", [_res("gone")]), Plan("s", "p", [])).empty
+    assert diff_plans(Plan("s", "p", [_res("same", a=1)]), Plan("s", "p", [_res("same", a=1)])).empty
+
+
+def test_shapes_that_change_are_one_change_at_their_path() -> None:
+    assert [(c.path, c.old, c.new) for c in diff_values({"a": {"b": 1}}, {"a": 5})] == [("a", {"b": 1}, 5)]
+    assert [(c.path, c.old, c.new) for c in diff_values({}, {"a": {"b": 1}})] == [("a", None, {"b": 1})]
+    assert [(c.path, c.old, c.new) for c in diff_values({"l": [1, 2]}, {"l": [1]})] == [("l", [1, 2], [1])]
+
+
+def test_long_values_are_cut_at_120_characters() -> None:
+    old, new = Plan("s", "p", [_res("r", v="x" * 200)]), Plan("s", "p", [_res("r", v="y" * 118)])
+    (line,) = [line for line in render_text(diff_plans(old, new)).splitlines() if "inputs.v" in line]
+    before, after = line.strip().removeprefix("inputs.v: ").split(" -> ")
+    assert before == repr("x" * 200)[:117] + "..." and len(before) == 120
+    assert after == repr("y" * 118) and len(after) == 120  # exactly 120: kept whole
+
+
+def test_text_and_markdown_show_every_changed_property() -> None:
+    d = diff_plans(Plan("s", "p", [_res("r", a=1, b=2)]), Plan("s", "p", [_res("r", a=3, b=4)]))
+    assert render_text(d).splitlines()[1:] == ["~ aws:x/y:Y r", "    inputs.a: 1 -> 3", "    inputs.b: 2 -> 4"]
+    markdown = render_markdown(d)
+    assert "<code>aws:x/y:Y r</code>: 2 properties</summary>" in markdown
+    assert "| `inputs.a` | `1` | `3` |" in markdown and "| `inputs.b` | `2` | `4` |" in markdown

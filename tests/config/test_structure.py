@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import yaml
 
 from components.problems import ConfigError
 from components.stackfile import load_stack
@@ -20,7 +23,7 @@ def test_unknown_key_suggests_the_nearest() -> None:
     raw = raw_config("prod")
     raw["storage"]["fsx"]["throughputPerTib"] = raw["storage"]["fsx"].pop("throughputPerTiB")
     raw["partitions"]["gpu-h100"]["maxNode"] = 3
-    found = {p.path: p for p in _problems(raw)}
+    found = {p.path: p for p in _problems(raw) if p.severity == "error"}
     assert found["storage.fsx.throughputPerTib"].fix == "did you mean `throughputPerTiB`?"
     assert found["partitions.gpu-h100.maxNode"].fix == "did you mean `maxNodes`?"
     assert all(p.rule == "unknown-key" for p in found.values())
@@ -103,3 +106,39 @@ def test_idle_timeout_must_be_a_karpenter_duration() -> None:
     raw["partitions"]["gpu"]["idleTimeout"] = "1h30m"
     config, _ = parse_cluster_config(raw)
     assert config.partitions["gpu"].idle_timeout == "1h30m"
+
+
+def test_a_typo_does_not_hide_the_semantic_errors() -> None:
+    raw = raw_config("dev")
+    raw["partitions"]["gpu"]["maxNode"] = 3  # structural: unknown key
+    raw["partitions"]["gpu"]["instanceTypes"] = ["g5.12xlarg"]  # semantic: unknown instance type
+    found = {p.rule: p for p in _problems(raw)}
+    assert found["unknown-key"].path == "partitions.gpu.maxNode"
+    assert "did you mean g5.12xlarge" in found["instance-type-known"].fix
+
+
+def test_unquoted_kubernetes_version_gets_the_yaml_hint(tmp_path) -> None:
+    stack = tmp_path / "Pulumi.t.yaml"
+    text = yaml.safe_dump({"config": {"slurm-eks:cluster": raw_config("dev")}})
+    stack.write_text(re.sub(r"kubernetesVersion: .*", "kubernetesVersion: 1.30", text))
+    with pytest.raises(ConfigError) as caught:
+        load_stack("t", tmp_path)
+    (problem,) = caught.value.problems
+    assert problem.path == "kubernetesVersion" and problem.value == 1.3
+    assert "YAML reads an unquoted 1.30 as the number 1.3" in problem.fix
+
+
+def test_a_minimal_stack_without_storage_is_valid() -> None:
+    raw = {
+        "region": "us-west-2",
+        "kubernetesVersion": "1.33",
+        "network": {
+            "vpcCidr": "10.0.0.0/16",
+            "availabilityZones": ["us-west-2a", "us-west-2b"],
+            "deployer": {"via": "public", "cidrs": ["203.0.113.0/24"]},
+        },
+        "partitions": {"cpu": {"instanceTypes": ["g5.xlarge"], "maxNodes": 2}},
+    }
+    config, problems = parse_cluster_config(raw, "minimal.yaml")
+    assert all(p.severity == "warning" for p in problems)
+    assert (config.storage.fsx.deployment_type, config.storage.fsx.throughput_per_tib) == ("PERSISTENT_2", 125)

@@ -156,12 +156,16 @@ def test_every_validator_has_cases() -> None:
     assert set(CASES) == set(VALIDATORS)
 
 
+# The only finding of the shipped stacks: trn1 has 8 EFA interfaces, trn1n 16.
+SHIPPED_WARNINGS = {"prod": [("efa-interface-count", "partitions.trainium.instanceTypes")]}
+
+
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 @pytest.mark.parametrize("rule", sorted(VALIDATORS))
 def test_shipped_stacks_pass(rule: str, stack: str) -> None:
     config, _ = parse_cluster_config(raw_config(stack))
-    errors = [p for p in run_validators(config) if p.rule == rule and p.severity == "error"]
-    assert errors == []
+    found = [(p.rule, p.path) for p in run_validators(config) if p.rule == rule]
+    assert found == [w for w in SHIPPED_WARNINGS.get(stack, []) if w[0] == rule]
 
 
 @pytest.mark.parametrize(

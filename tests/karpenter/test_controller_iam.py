@@ -108,3 +108,9 @@ def test_it_fits_in_one_inline_policy_for_the_longest_cluster_name() -> None:
                                f"arn:aws-us-gov:sqs:us-gov-west-1:{ACCOUNT}:{name}-karpenter",
                                f"arn:aws-us-gov:iam::{ACCOUNT}:role/{name}-karpenter-node")
     assert len(re.sub(r"\s", "", json.dumps(policy))) <= 10_240
+
+
+def test_admin_access_policy_takes_the_partition_from_the_provider(china_plan: Plan) -> None:
+    entries = one(china_plan, "eks:index:Cluster").inputs["accessEntries"]
+    assert [p["policyArn"] for e in entries.values() for p in e["accessPolicies"].values()] == [
+        "arn:aws-cn:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"]

@@ -67,10 +67,12 @@ def test_h100_nodeclass_is_imdsv2_encrypted_efa_placed() -> None:
     assert spec["role"] == "karpenter-node"
     assert spec["subnetSelectorTerms"] == spec["securityGroupSelectorTerms"] == [
         {"tags": {"karpenter.sh/discovery": "ml-training-prod"}}]
-    assert spec["metadataOptions"]["httpTokens"] == "required"
-    assert spec["metadataOptions"]["httpPutResponseHopLimit"] == 1
+    # The endpoint stays on (nodeadm bootstraps from IMDS), tokens only, one hop (pods cannot reach it).
+    assert spec["metadataOptions"] == {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled",
+                                       "httpPutResponseHopLimit": 1, "httpTokens": "required"}
     (root,) = spec["blockDeviceMappings"]
     assert root["rootVolume"] is True and root["ebs"]["encrypted"] is True and root["ebs"]["volumeType"] == "gp3"
+    assert root["ebs"]["deleteOnTermination"] is True  # no orphaned 200 GiB volume per node ever launched
     assert spec["instanceStorePolicy"] == "RAID0"
     assert spec["placementGroupSelector"] == {"name": "ml-training-prod-gpu-h100"}
     groups = {g.inputs["name"]: g.inputs for g in plan.of_type("aws:ec2/placementGroup:PlacementGroup")}
@@ -114,3 +116,9 @@ def test_reserved_partition_selects_its_reservations_without_a_placement_group(t
     pool = _manifest(plan, "NodePool", "gpu-h100")["spec"]
     assert {r["key"]: r["values"] for r in pool["template"]["spec"]["requirements"]}[
         "karpenter.sh/capacity-type"] == ["reserved"]
+
+
+def test_nodeclass_tags_every_instance_with_the_stack_tags() -> None:
+    """`tags` reach every AWS resource (docs/config.md): Karpenter's instances and volumes too."""
+    spec = _manifest(shipped_plan("prod"), "EC2NodeClass", "gpu-a100")["spec"]
+    assert spec["tags"] == {"slurm-eks:partition": "gpu-a100", "team": "ml-platform", "environment": "prod"}

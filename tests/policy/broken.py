@@ -154,6 +154,14 @@ def _bucket_unencrypted() -> tuple[Plan, str]:
     return hand_made(bucket, resource(PAB, "data-pab", ALL_BLOCKED, (bucket.urn,))), bucket.urn
 
 
+def _scheduled_zero_budget(inputs: dict[str, Any]) -> None:
+    """Underutilized consolidation blocked 8 hours a day: the other 16 it drains busy nodes."""
+    disruption = inputs["spec"]["disruption"]
+    disruption["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
+    disruption["budgets"].append({"nodes": "0", "reasons": ["Underutilized"], "schedule": "0 9 * * *",
+                                  "duration": "8h"})
+
+
 def _set(path: tuple[str, ...], value: Any) -> Callable[[dict[str, Any]], None]:
     def change(inputs: dict[str, Any]) -> None:
         for key in path[:-1]:
@@ -178,6 +186,12 @@ CASES: tuple[Case, ...] = (
     Case("imdsv2-required", "EC2NodeClass allows IMDSv1",
          _mutate(NODE_CLASS, "partition-gpu-h100-nodeclass",
                  _set(("spec", "metadataOptions", "httpTokens"), "optional"))),
+    # Without the endpoint nodeadm cannot bootstrap: a node that never joins, which hop limit 1 does not need.
+    Case("imdsv2-required", "EC2NodeClass turns the metadata endpoint off",
+         _mutate(NODE_CLASS, "partition-gpu-h100-nodeclass",
+                 _set(("spec", "metadataOptions", "httpEndpoint"), "disabled"))),
+    Case("imdsv2-required", "launch template turns the metadata endpoint off",
+         _mutate(LT, "eks-system", _set(("metadataOptions", "httpEndpoint"), "disabled"))),
     Case("ebs-encrypted", "launch template root volume unencrypted",
          _mutate(LT, "eks-system", lambda i: i["blockDeviceMappings"][0]["ebs"].update(encrypted="false"))),
     Case("ebs-encrypted", "EC2NodeClass root volume without encrypted",
@@ -189,6 +203,8 @@ CASES: tuple[Case, ...] = (
          _mutate("aws:fsx/lustreFileSystem:LustreFileSystem", None, _set(("deploymentType",), "SCRATCH_1"))),
     Case("rds-encrypted", "storage not encrypted", _mutate(RDS, None, _set(("storageEncrypted",), False))),
     Case("rds-not-public", "publicly accessible", _mutate(RDS, None, _set(("publiclyAccessible",), True))),
+    Case("rds-not-public", "publicly accessible as the string \"true\"",
+         _mutate(RDS, None, _set(("publiclyAccessible",), "true"))),
     Case("rds-deletion-protection", "no deletion protection", _mutate(RDS, None, _drop("deletionProtection"))),
     Case("no-world-ssh", "login NLB internet-facing for 0.0.0.0/0",
          _mutate("kubernetes:slinky.slurm.net/v1beta1:LoginSet", None, lambda i: _open_login(i, ["0.0.0.0/0"]))),
@@ -201,6 +217,10 @@ CASES: tuple[Case, ...] = (
     Case("no-world-ssh", "plain Service on 22 for ::/0", _ssh_service),
     Case("eks-api-not-world", "public endpoint with default CIDRs",
          _mutate(EKS, None, lambda i: (i.update(endpointPublicAccess=True), i.pop("publicAccessCidrs", None)))),
+    # EKS defaults endpointPublicAccess to true (AWS EKS API reference, VpcConfigRequest).
+    Case("eks-api-not-world", "endpointPublicAccess unset, CIDRs open to the world",
+         _mutate(EKS, None, lambda i: (i.pop("endpointPublicAccess", None),
+                                       i.update(publicAccessCidrs=["0.0.0.0/0"])))),
     Case("eks-private-endpoint", "private endpoint off", _mutate(EKS, None, _set(("endpointPrivateAccess",), False))),
     Case("eks-secrets-encryption", "no KMS key", _mutate(EKS, None, _drop("encryptionConfigKeyArn"))),
     Case("eks-secrets-encryption", "aws.eks.Cluster encrypting configmaps only", _aws_eks_cluster_unencrypted),
@@ -209,6 +229,14 @@ CASES: tuple[Case, ...] = (
                  _set(("spec", "disruption", "consolidationPolicy"), "WhenEmptyOrUnderutilized"))),
     Case("nodepool-keeps-busy-nodes", "expires nodes after 30 days",
          _mutate(NODE_POOL, "partition-gpu-a100-nodepool", _set(("spec", "template", "spec", "expireAfter"), "720h"))),
+    # Karpenter v1.14.1's defaults, which the rule must not take for safe (aws/karpenter-provider-aws
+    # pkg/apis/crds/karpenter.sh_nodepools.yaml: consolidationPolicy WhenEmptyOrUnderutilized, expireAfter 720h).
+    Case("nodepool-keeps-busy-nodes", "consolidationPolicy unset",
+         _mutate(NODE_POOL, "partition-gpu-a100-nodepool", _drop("spec", "disruption", "consolidationPolicy"))),
+    Case("nodepool-keeps-busy-nodes", "expireAfter unset",
+         _mutate(NODE_POOL, "partition-gpu-a100-nodepool", _drop("spec", "template", "spec", "expireAfter"))),
+    Case("nodepool-keeps-busy-nodes", "Underutilized held back by a 0-node budget only on a schedule",
+         _mutate(NODE_POOL, "partition-gpu-a100-nodepool", _scheduled_zero_budget)),
     Case("storage-cluster-only", "FSx reachable from a CIDR (ingress rule)", _fsx_from_cidr),
     Case("storage-cluster-only", "FSx reachable from a CIDR (inline ingress)", _fsx_inline_cidr),
     Case("s3-public-access-blocked", "bucket without a public access block", _bucket_without_block),

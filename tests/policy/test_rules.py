@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 import pytest
@@ -80,9 +81,17 @@ def test_near_miss_is_accepted(rule: str, what: str, make: Callable[[], tuple[Pl
 
 
 def test_spot_is_fine_where_there_is_no_efa() -> None:
-    """dev's partition is spot without EFA, and dev has no violations (test above): the EFA rules are scoped."""
-    pool = one(shipped_plan("dev"), NODE_POOL)
-    assert _requirement(pool.inputs, "karpenter.sh/capacity-type")["values"] == ["spot"]
+    """The EFA rules judge only the NodePools an EFA NodeSet lands on: prod's gpu-h100 pool, moved to spot,
+    is flagged while its NodeSet asks for EFA interfaces, and not once it stops asking."""
+    plan = copy.deepcopy(shipped_plan("prod"))
+    pool = one(plan, NODE_POOL, "partition-gpu-h100-nodepool")
+    _requirement(pool.inputs, "karpenter.sh/capacity-type")["values"] = ["spot"]
+    assert ("efa-no-spot", pool.urn) in flagged(plan)
+    (node_set,) = [r for r in plan.of_type("kubernetes:slinky.slurm.net/v1beta1:NodeSet")
+                   if r.inputs["metadata"]["name"] == "gpu-h100"]
+    for amounts in node_set.inputs["spec"]["slurmd"]["resources"].values():
+        amounts.pop("vpc.amazonaws.com/efa")
+    assert ("efa-no-spot", pool.urn) not in flagged(plan)
 
 
 def test_only_s3_encryption_is_advisory() -> None:

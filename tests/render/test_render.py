@@ -7,9 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import Result
+from typer.testing import CliRunner
 
 from components.stackfile import load_stack
 from jobs.render import RenderError, local_target, render_job, target_for_partition
+from scripts.cli.main import app
 from tests.conftest import require_tool
 
 IMAGE = "registry.example.com/train:1.0"
@@ -118,3 +121,37 @@ def test_render_command_errors_exit_2() -> None:
     result = subprocess.run([str(cli), "job", "render", "--stack", "prod", "--partition", "gpu-h200", "--",
                              "jobs/train.py"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "no partition 'gpu-h200'" in result.stderr and "Traceback" not in result.stderr
+
+
+def _render_cli(*args: str) -> Result:
+    return CliRunner().invoke(app, ["job", "render", *args], env={"NO_COLOR": "1"})
+
+
+def test_render_refuses_unknown_options_before_the_entry_point() -> None:
+    result = _render_cli("--stack", "prod", "--partition", "gpu-h100", "--node", "4", "--", "jobs/train.py")
+    assert result.exit_code == 2 and "No such option: --node" in result.output
+    assert "--job-name=--node" not in result.output
+
+
+def test_options_after_the_double_dash_belong_to_the_entry_point() -> None:
+    result = _render_cli("--stack", "prod", "--partition", "gpu-h100", "--", "jobs/train.py", "--steps", "10")
+    assert result.exit_code == 0, result.output
+    assert "jobs/train.py --steps 10" in result.output
+
+
+@pytest.mark.parametrize("time", ["2h", "1:2:3:4", "1-", "-5"])
+def test_render_refuses_a_time_slurm_would_not_take(time: str) -> None:
+    result = _render_cli("--stack", "prod", "--partition", "gpu-h100", "--time", time, "--", "jobs/train.py")
+    assert result.exit_code == 2 and "not a Slurm time limit" in result.output
+
+
+def test_render_suggests_the_nearest_stack_and_partition() -> None:
+    assert "did you mean 'gpu-h100'?" in _render_cli("-s", "prod", "-p", "gpu-h10", "--", "x.py").output
+    assert "did you mean `prod`?" in _render_cli("-s", "prdo", "-p", "gpu-h100", "--", "x.py").output
+
+
+def test_render_into_a_missing_directory_is_one_line(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "job.sbatch"
+    result = _render_cli("-s", "prod", "-p", "gpu-h100", "-o", str(target), "--", "jobs/train.py")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.strip() == f"error: cannot write {target}: No such file or directory"

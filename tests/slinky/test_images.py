@@ -66,8 +66,11 @@ def test_version_images_and_partition_image_override(tmp_path: Path) -> None:
                                               ("25.11.7", "25.11.7-ubuntu24.04"), ("26.05", "26.05.1-ubuntu26.04")])
 def test_a_series_means_its_pinned_patch_and_a_patch_itself(version: str, tag: str) -> None:
     slurm = Slurm(version=version)
-    for daemon, repository in SLINKY_REPOSITORIES.items():
-        assert slurm_image(slurm, daemon) == f"ghcr.io/slinkyproject/{repository}:{tag}"
+    # slurmd and login run the pyxis variants (docs/operating.md, Images).
+    repositories = {"slurmctld": "slurmctld", "slurmd": "slurmd-pyxis", "slurmdbd": "slurmdbd",
+                    "slurmrestd": "slurmrestd", "login": "login-pyxis"}
+    assert {daemon: slurm_image(slurm, daemon) for daemon in SLINKY_REPOSITORIES} == {
+        daemon: f"ghcr.io/slinkyproject/{repository}:{tag}" for daemon, repository in repositories.items()}
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

@@ -113,6 +113,34 @@ def test_pyslurm_db_job_conversion() -> None:
     )
 
 
+class OneJobBackend:
+    """A backend whose only job walks through `states`, one per status poll, writing to `stdout`."""
+
+    name = "fake"
+
+    def __init__(self, stdout: Path, states: list[str]) -> None:
+        self.stdout, self.states = stdout, states
+
+    def queue(self) -> list:
+        if not self.states:
+            raise AssertionError("polled again after the job had ended")
+        state = self.states.pop(0)
+        self.stdout.write_text(self.stdout.read_text() + f"{state}\n")
+        return [from_job(pyslurm_job(state=state, standard_output=str(self.stdout)))]
+
+    def accounting(self, job_ids: object) -> list:
+        return []
+
+
+@pytest.mark.parametrize("end", ["COMPLETED", "OUT_OF_MEMORY", "TIMEOUT"])
+def test_follow_logs_stops_when_the_job_ends(tmp_path: Path, end: str) -> None:
+    stdout = tmp_path / "out"
+    stdout.write_text("")
+    chunks = client.follow_logs(7, poll_s=0, backend=OneJobBackend(stdout, ["RUNNING", end]))  # type: ignore[arg-type]
+    # A state missing from TERMINAL_STATES would poll on forever (`job logs -f` never returns).
+    assert "".join(chunks) == f"RUNNING\n{end}\n"
+
+
 def test_slurm_package_never_imports_pulumi() -> None:
     """The client runs on the login pod, where pulumi is not installed."""
     code = (

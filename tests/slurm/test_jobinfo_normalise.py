@@ -3,7 +3,8 @@
 22.05 samples (tests/slurm/data/*_22.05.json) were captured from the local cluster (`slurm-eks local up`).
 25.11 samples (*_25.11.json) are written to the data_parser shapes of SchedMD/slurm
 src/plugins/data_parser/v0.0.41/parsers.c (PARSER_ARRAY(JOB_INFO) for squeue, PARSER_ARRAY(JOB) for sacct,
-the {set, infinite, number} *_NO_VAL structs and PROCESS_EXIT_CODE); v0.0.42-0.0.44 keep these fields.
+the {set, infinite, number} *_NO_VAL structs and PROCESS_EXIT_CODE); test_fixture_schema.py checks them
+against v0.0.44, the data_parser of Slurm 25.11.
 """
 
 from __future__ import annotations
@@ -74,8 +75,12 @@ def test_squeue_25_11_lists_and_no_val_numbers() -> None:
     assert array_task.stdout == "/shared/home/alice/runs/slurm-105_1.out"
 
 
-def test_sacct_22_05_counts_requeues_and_picks_the_latest_record() -> None:
-    jobs = by_id(jobs_from_sacct(load("sacct_22.05.json")))
+@pytest.mark.parametrize("order", ["as captured", "reversed"])
+def test_sacct_22_05_counts_requeues_and_picks_the_latest_record(order: str) -> None:
+    document = load("sacct_22.05.json")
+    if order == "reversed":  # the capture lists job 16's requeued record first; a wrong sort must not pass by luck
+        document["jobs"].reverse()
+    jobs = by_id(jobs_from_sacct(document))
     assert jobs[16].restart_count == 1 and jobs[16].state == "COMPLETED"
     assert jobs[8].restart_count == 0 and jobs[8].state == "COMPLETED" and jobs[8].exit_code == 0
     assert jobs[15].start_time is None and jobs[15].nodes is None  # cancelled while pending
@@ -113,8 +118,10 @@ def test_number(value: object, expected: int | None) -> None:
 def test_state_name_and_exit_status() -> None:
     assert state_name("RUNNING") == state_name(["RUNNING"]) == "RUNNING"
     assert state_name(["PENDING", "REQUEUED"]) == "PENDING"
+    assert state_name("cancelled by 1000") == "CANCELLED"  # sacct's text form names who cancelled
     assert exit_status(768) == (3, None)
     assert exit_status(15) == (0, 15)
+    assert exit_status(0x80 | 11) == (0, 11)  # 0x80 is the core-dump flag, not part of the signal number
     assert exit_status({"status": "SIGNALED", "return_code": None, "signal": {"signal_id": 9, "name": "Killed"}}) == (
         None,
         9,
@@ -128,6 +135,34 @@ def test_expand_output_path_patterns() -> None:
     assert expand_output_path("%x_%u_%N_%5j_%%.log", **common) == "/w/train_alice_gpu-3_00042_%.log"
     assert expand_output_path("/abs/%j.out", **common) == "/abs/42.out"
     assert expand_output_path(None, **common) == "/w/slurm-42.out"
+    array = {**common, "array_job_id": 40, "array_task_id": 2}
+    assert expand_output_path("%A-%a-%3a-%j.out", **array) == "/w/40-2-002-42.out"
+    assert expand_output_path(None, **array) == "/w/slurm-40_2.out"
+
+
+def _records(*submissions: int, last_state: str = "COMPLETED") -> list[dict]:
+    """sacct records of one requeued job, the newest (last submission) in `last_state`, the rest REQUEUED."""
+    newest = max(submissions)
+    return [
+        {
+            "job_id": 5,
+            "state": {"current": last_state if at == newest else "REQUEUED", "reason": "None"},
+            "time": {"submission": at},
+        }
+        for at in submissions
+    ]
+
+
+@pytest.mark.parametrize("submissions", [(10, 20, 30), (30, 10, 20), (20, 30, 10)])
+def test_sacct_picks_the_newest_record_in_any_order(submissions: tuple[int, ...]) -> None:
+    (job,) = jobs_from_sacct({"jobs": _records(*submissions)})
+    assert (job.state, job.submit_time, job.restart_count) == ("COMPLETED", datetime.fromtimestamp(30, UTC), 2)
+
+
+@pytest.mark.parametrize("state", ["OUT_OF_MEMORY", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "DEADLINE", "BOOT_FAIL"])
+def test_terminal_states_finish_the_job(state: str) -> None:
+    (job,) = jobs_from_sacct({"jobs": _records(1, last_state=state)})
+    assert job.finished
 
 
 @pytest.mark.parametrize("document", [{}, {"jobs": None}, [], {"jobs": [{"name": "no id"}]}])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,15 @@ def test_parse_show_node(line: str, state: str, usable: bool, broken: bool) -> N
     assert (parsed.usable, parsed.broken) == (usable, broken)
     if "Reason=" in line:
         assert parsed.reason == line.split("Reason=", 1)[1]
+
+
+def test_a_state_directory_munge_cannot_enter_is_a_clear_error() -> None:
+    # munged runs as user munge: a 0700 ancestor (`mktemp -d` makes one) stops it with "Permission denied".
+    from slurm.local.daemons import _prepare_munge
+
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as base:  # /var/tmp and the base: others may enter
+        Path(base).chmod(0o755)
+        private = Path(base) / "private"
+        private.mkdir(mode=0o700)
+        with pytest.raises(LocalSlurmError, match=f"cannot enter {private} \\(mode 700\\).*chmod o\\+x {private}"):
+            _prepare_munge(StateLayout(private / "checkout" / ".local-slurm"))

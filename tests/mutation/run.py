@@ -1,0 +1,195 @@
+"""`make mutate`: mutation testing (cosmic-ray) of the modules that decide safety, each against a small set of
+targeted tests. Prints the kill rate per module and every survivor; survivors explained in equivalent.txt are
+left out of the rate. Exits 1 when a module kills under 90% of the rest.
+
+cosmic-ray writes each mutant into the file on disk, so every module is mutated in a scratch copy of the working
+tree (build/mutation/<module>/): the tree others edit and test is never touched.
+
+    python -m tests.mutation.run                          # every module (long: run it on demand, not in CI)
+    python -m tests.mutation.run scripts/checks/order.py  # some modules
+    python -m tests.mutation.run --report scripts/checks/order.py  # its last run, judged again
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+EQUIVALENT = HERE / "equivalent.txt"
+SCRATCH = REPO / "build" / "mutation"
+THRESHOLD = 0.90
+
+# module -> the tests that should kill its mutants (fast, offline; the whole suite per mutant would take days).
+TESTS: dict[str, tuple[str, ...]] = {
+    "components/validators.py": ("tests/config/test_validators.py", "tests/config/test_boundaries.py"),
+    "policy/rules.py": ("tests/policy/test_rules.py", "tests/policy/test_waivers.py"),
+    "components/nodepools.py": ("tests/karpenter/test_nodepools.py",),
+    "components/slinky/specs.py": ("tests/slinky/test_access.py", "tests/slinky/test_node_fit.py",
+                                   "tests/slinky/test_partitions.py"),
+    "components/autoscaling.py": ("tests/karpenter/test_nodepools.py", "tests/checks/test_eviction.py"),
+    "scripts/checks/network.py": ("tests/checks/test_network.py",),
+    "scripts/checks/order.py": ("tests/checks/test_order.py",),
+    "scripts/checks/iam_policy.py": ("tests/checks/test_iam_policy.py",),
+    "jobs/render.py": ("tests/render/test_render.py", "tests/render/test_script_behaviour.py"),
+    "slurm/jobinfo.py": ("tests/slurm/test_jobinfo_normalise.py", "tests/slurm/test_client_backends.py"),
+    "scripts/offline/diff.py": ("tests/cli/test_diff.py",),
+}
+
+# Operators left out: they multiply the run time and mostly yield mutants that are dead on arrival
+# (str + str -> str ** str raises at once) or equivalent (x == "a" -> x is "a" holds for interned strings).
+EXCLUDED_OPERATORS = (
+    r"core/ReplaceBinaryOperator_\w+_(Div|FloorDiv|Mod|Pow|LShift|RShift|BitXor)$",
+    r"core/ReplaceComparisonOperator_(Eq|NotEq|Lt|LtE|Gt|GtE)_(Is|IsNot)$",
+    r"core/ReplaceComparisonOperator_(Is|IsNot)_(Lt|LtE|Gt|GtE)$",
+    r"core/Variable(Replacer|Inserter)$",
+)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    path: str
+    line: int
+    col: int
+    operator: str
+    outcome: str  # killed, survived, incompetent
+    mutated: str  # the changed source line, for the report
+
+    @property
+    def key(self) -> str:
+        return f"{self.path}:{self.line}:{self.col} {self.operator}"
+
+
+def read_equivalents(path: Path = EQUIVALENT) -> dict[str, str]:
+    """`path:line:col operator -- reason` per line; a key without a reason is an error, not an excuse."""
+    found: dict[str, str] = {}
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, reason = line.partition(" -- ")
+        if not sep or not reason.strip():
+            raise SystemExit(f"{path.name}:{number}: give a reason after ' -- ': {line}")
+        found[key.strip()] = reason.strip()
+    return found
+
+
+def copy_tree(dest: Path) -> None:
+    """The working tree as git sees it (tracked and new files, not ignored ones), uncommitted edits included."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=REPO, check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+
+
+def cosmic_ray(*args: str, cwd: Path) -> str:
+    tool = Path(sys.executable).parent / args[0]
+    done = subprocess.run([str(tool), *args[1:]], cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def mutants(dump: str) -> list[Mutant]:
+    found = []
+    for row in dump.splitlines():
+        item, result = json.loads(row)
+        if result is None or result["worker_outcome"] == "skipped":
+            continue
+        spec = item["mutations"][0]
+        added = [d[1:].strip() for d in (result.get("diff") or "").splitlines()
+                 if d.startswith("+") and not d.startswith("+++")]
+        found.append(Mutant(spec["module_path"], spec["start_pos"][0], spec["start_pos"][1],
+                            spec["operator_name"].removeprefix("core/"), result.get("test_outcome") or "incompetent",
+                            added[0] if added else ""))
+    return sorted(found, key=lambda m: (m.line, m.col, m.operator))
+
+
+def scratch(module: str) -> Path:
+    return SCRATCH / re.sub(r"\W", "_", module.removesuffix(".py"))
+
+
+def last_run(module: str) -> list[Mutant]:
+    """The results of the module's last run, to re-judge them after equivalent.txt changes without hours of tests."""
+    if not (scratch(module) / "session.sqlite").is_file():
+        raise SystemExit(f"{module}: no earlier run in {scratch(module)}")
+    return mutants(cosmic_ray("cosmic-ray", "dump", "session.sqlite", cwd=scratch(module)))
+
+
+def mutate(module: str) -> list[Mutant]:
+    work = scratch(module)
+    copy_tree(work)
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *TESTS[module]]
+    start = time.monotonic()
+    baseline = subprocess.run(command, cwd=work, capture_output=True, text=True)
+    if baseline.returncode != 0:
+        raise SystemExit(f"{module}: its tests fail before any mutation:\n{baseline.stdout[-3000:]}")
+    # Generous: a mutant that loops forever counts as killed once it runs past this.
+    timeout = max(30.0, 5 * (time.monotonic() - start))
+    config = work / "mutation.toml"
+    excluded = ", ".join(json.dumps(e) for e in EXCLUDED_OPERATORS)
+    config.write_text(
+        f'[cosmic-ray]\nmodule-path = "{module}"\ntimeout = {timeout:.0f}\nexcluded-modules = []\n'
+        f"test-command = {json.dumps(shlex.join(command))}\n"
+        f'[cosmic-ray.distributor]\nname = "local"\n'
+        f"[cosmic-ray.filters.operators-filter]\nexclude-operators = [{excluded}]\n")
+    cosmic_ray("cosmic-ray", "init", config.name, "session.sqlite", cwd=work)
+    cosmic_ray("cr-filter-operators", "session.sqlite", config.name, cwd=work)
+    cosmic_ray("cosmic-ray", "exec", config.name, "session.sqlite", cwd=work)
+    return mutants(cosmic_ray("cosmic-ray", "dump", "session.sqlite", cwd=work))
+
+
+def report(module: str, found: list[Mutant], equivalents: dict[str, str]) -> bool:
+    """Print the module's figures and survivors; True when it meets the threshold."""
+    survivors = [m for m in found if m.outcome == "survived"]
+    explained = [m for m in survivors if m.key in equivalents]
+    # Only survivors are excused: a key also names a killed sibling (NumberReplacer's n-1 and n+1 at one spot).
+    counted = [m for m in found if m not in explained and m.outcome != "incompetent"]
+    killed = sum(m.outcome == "killed" for m in counted)
+    rate = killed / len(counted) if counted else 1.0
+    print(f"{module}: {killed}/{len(counted)} killed ({rate:.0%}); {len(explained)} equivalent, "
+          f"{sum(m.outcome == 'incompetent' for m in found)} incompetent, {len(found)} mutants")
+    for m in survivors:
+        note = f"equivalent: {equivalents[m.key]}" if m in explained else "SURVIVED"
+        print(f"  {m.key}  {m.mutated}  [{note}]")
+    keys = {m.key for m in found}
+    for key in equivalents:
+        if key.startswith(f"{module}:") and key not in keys:
+            print(f"  stale entry in {EQUIVALENT.name} (no such mutant now): {key}")
+    return rate >= THRESHOLD
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", default=list(TESTS), help="default: every module in the table")
+    parser.add_argument("--report", action="store_true", help="judge the last run again, mutating nothing")
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.modules if m not in TESTS]
+    if unknown:
+        parser.error(f"not in the table: {', '.join(unknown)} (known: {', '.join(TESTS)})")
+    os.environ.setdefault("SLURM_EKS_SHARED", str(REPO.parent / "shared"))  # the copy sits elsewhere
+    equivalents = read_equivalents()
+    run = last_run if args.report else mutate
+    failed = [m for m in args.modules if not report(m, run(m), equivalents)]
+    if failed:
+        print(f"under {THRESHOLD:.0%} killed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

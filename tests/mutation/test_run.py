@@ -1,0 +1,60 @@
+"""The mutation driver's bookkeeping (no mutation run): reading cosmic-ray's dump, the equivalents list, the rate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.mutation.run import EQUIVALENT, TESTS, Mutant, mutants, read_equivalents, report
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def row(line: int, operator: str, outcome: str | None) -> str:
+    spec = {"module_path": "m.py", "operator_name": f"core/{operator}", "occurrence": 0,
+            "start_pos": [line, 4], "end_pos": [line, 6]}
+    result = None if outcome is None else {
+        "worker_outcome": "skipped" if outcome == "skipped" else "normal",
+        "test_outcome": None if outcome == "skipped" else outcome,
+        "diff": f"--- a\n+++ b\n-    x = a == b\n+    x = a != b  # line {line}\n"}
+    return json.dumps([{"job_id": str(line), "mutations": [spec]}, result])
+
+
+def test_reads_the_dump_without_skipped_or_pending_jobs() -> None:
+    dump = "\n".join([row(3, "AddNot", "killed"), row(1, "ReplaceComparisonOperator_Eq_NotEq", "survived"),
+                      row(5, "AddNot", "skipped"), row(6, "AddNot", None)])
+    assert mutants(dump) == [
+        Mutant("m.py", 1, 4, "ReplaceComparisonOperator_Eq_NotEq", "survived", "x = a != b  # line 1"),
+        Mutant("m.py", 3, 4, "AddNot", "killed", "x = a != b  # line 3")]
+
+
+def test_equivalents_leave_the_rate(capsys: pytest.CaptureFixture[str]) -> None:
+    found = [Mutant("m.py", n, 0, "AddNot", "killed", "") for n in range(9)]
+    found += [Mutant("m.py", 20, 0, "AddNot", "survived", "a"), Mutant("m.py", 21, 0, "AddNot", "survived", "b")]
+    assert not report("m.py", found, {})  # 9/11
+    assert report("m.py", found, {"m.py:20:0 AddNot": "why"})  # 9/10
+    out = capsys.readouterr().out
+    assert "m.py: 9/10 killed (90%); 1 equivalent" in out and "m.py:21:0 AddNot  b  [SURVIVED]" in out
+
+
+def test_an_equivalent_excuses_survivors_only(capsys: pytest.CaptureFixture[str]) -> None:
+    """NumberReplacer's n-1 and n+1 share a key: the killed one still counts."""
+    found = [Mutant("m.py", 1, 0, "NumberReplacer", outcome, "") for outcome in ("killed", "survived")]
+    assert report("m.py", found, {"m.py:1:0 NumberReplacer": "why"})
+    assert "m.py: 1/1 killed (100%); 1 equivalent" in capsys.readouterr().out
+
+
+def test_an_equivalent_needs_a_reason(tmp_path: Path) -> None:
+    listed = tmp_path / "equivalent.txt"
+    listed.write_text("# comment\n\nm.py:1:0 AddNot -- x is never None here\n")
+    assert read_equivalents(listed) == {"m.py:1:0 AddNot": "x is never None here"}
+    listed.write_text("m.py:1:0 AddNot\n")
+    with pytest.raises(SystemExit, match="give a reason"):
+        read_equivalents(listed)
+
+
+def test_the_table_names_real_modules_and_tests() -> None:
+    assert [p for m, tests in TESTS.items() for p in (m, *tests) if not (REPO / p).is_file()] == []
+    assert all(key.split(":")[0] in TESTS for key in read_equivalents(EQUIVALENT))
