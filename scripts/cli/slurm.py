@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -30,7 +31,12 @@ from slurm.local.config import FAKE_GPUS
 from slurm.local.config import PARTITION as LOCAL_PARTITION
 from slurm.local.topology import detect_node
 
-console = Console()
+
+def _console() -> Console:
+    """Made per call, so the COLUMNS and NO_COLOR of this run apply (rich reads them when a Console is made)."""
+    return Console()
+
+
 errors = Console(stderr=True, soft_wrap=True)  # an error stays one line, however long
 
 local_app = typer.Typer(help="A real one-node Slurm on this machine (needs root and apt).", no_args_is_help=True)
@@ -66,24 +72,68 @@ def _exit(job: JobInfo) -> str:
     return "-" if job.exit_code is None else str(job.exit_code)
 
 
-def jobs_table(jobs: list[JobInfo]) -> Table:
-    table = Table(
-        "ID", "NAME", "USER", "STATE", "REASON", "PARTITION", "NODES", "EXIT", "RESTARTS", "SUBMIT", "START", "END"
-    )
+def _elapsed(job: JobInfo) -> str:
+    """Run time as Slurm prints it, [D-]H:MM:SS; a running job's counts up to now."""
+    if job.start_time is None:
+        return "-"
+    end = job.end_time or datetime.now(job.start_time.tzinfo)
+    seconds = max(0, int((end - job.start_time).total_seconds()))
+    days, seconds = divmod(seconds, 86400)
+    hours, seconds = divmod(seconds, 3600)
+    text = f"{hours}:{seconds // 60:02d}:{seconds % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def _reason_or_exit(job: JobInfo) -> str:
+    """Why a job waits while it waits, how it ended once it has."""
+    if job.reason and job.reason != "None":
+        return job.reason
+    return _exit(job)
+
+
+def jobs_table(jobs: list[JobInfo], wide: bool = False) -> Table:
+    """The columns that fit 80 characters (ID, NAME, STATE, REASON/EXIT, ELAPSED, NODES, PARTITION); `wide`: all."""
+    if wide:
+        table = Table(
+            "ID", "NAME", "USER", "STATE", "REASON", "PARTITION", "NODES", "EXIT", "RESTARTS", "ELAPSED", "SUBMIT",
+            "START", "END",
+        )
+        for job in jobs:
+            table.add_row(
+                str(job.job_id),
+                job.name,
+                job.user or "-",
+                job.state,
+                job.reason or "-",
+                job.partition or "-",
+                job.nodes or "-",
+                _exit(job),
+                str(job.restart_count),
+                _elapsed(job),
+                _when(job.submit_time),
+                _when(job.start_time),
+                _when(job.end_time),
+            )
+        return table
+    # No borders, two spaces between columns; the words that matter never shrink, and NODES and
+    # REASON/EXIT fold onto a second line rather than lose characters.
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    table.add_column("ID", no_wrap=True)
+    table.add_column("NAME", no_wrap=True)
+    table.add_column("STATE", no_wrap=True)
+    table.add_column("REASON/EXIT", overflow="fold")
+    table.add_column("ELAPSED", no_wrap=True)
+    table.add_column("NODES", overflow="fold")
+    table.add_column("PARTITION", no_wrap=True)
     for job in jobs:
         table.add_row(
             str(job.job_id),
             job.name,
-            job.user or "-",
             job.state,
-            job.reason or "-",
-            job.partition or "-",
+            _reason_or_exit(job),
+            _elapsed(job),
             job.nodes or "-",
-            _exit(job),
-            str(job.restart_count),
-            _when(job.submit_time),
-            _when(job.start_time),
-            _when(job.end_time),
+            job.partition or "-",
         )
     return table
 
@@ -99,17 +149,20 @@ def cluster_table(status: local.ClusterStatus) -> Table:
     return table
 
 
+def _step(message: str) -> None:
+    """Progress of a slow engine step (apt-get install), as it happens."""
+    _console().print(message, highlight=False)
+
+
 @local_app.command("up")
 def local_up() -> None:
     """Install (if missing) and start munge, MariaDB, slurmdbd, slurmctld and slurmd; wait for an idle node."""
     with clear_errors():
         started_at = time.monotonic()
-        status = local.up()
-        console.print(cluster_table(status))
-        if status.installed:
-            console.print(f"installed: {', '.join(status.installed)}")
+        status = local.up(on_step=_step)
+        _console().print(cluster_table(status))  # what was installed was said as it happened (_step)
         what = f"started {', '.join(status.started)}" if status.started else "already up, nothing to start"
-        console.print(f"{what} ({time.monotonic() - started_at:.1f} s). Try: sbatch --wrap hostname")
+        _console().print(f"{what} ({time.monotonic() - started_at:.1f} s). Try: sbatch --wrap hostname")
 
 
 @local_app.command("down")
@@ -117,7 +170,7 @@ def local_down() -> None:
     """Stop every daemon by the pid in its pidfile (TERM, KILL after 15 s). State stays for the next `up`."""
     with clear_errors():
         stopped = local.down()
-        console.print(f"stopped {', '.join(stopped)}" if stopped else "nothing was running")
+        _console().print(f"stopped {', '.join(stopped)}" if stopped else "nothing was running")
 
 
 @local_app.command("status")
@@ -125,7 +178,7 @@ def local_status() -> None:
     """Each daemon (pid, alive) and the node state; exit status 3 when the cluster is not fully up."""
     with clear_errors():
         status = local.status()
-        console.print(cluster_table(status))
+        _console().print(cluster_table(status))
         if not status.up:
             raise typer.Exit(3)
 
@@ -153,7 +206,7 @@ def job_submit(
     """Submit SCRIPT; other sbatch options (e.g. --requeue, --export=ALL,X=1) are passed through."""
     with clear_errors():
         if use_local:
-            local.up()
+            local.up(on_step=_step)
             partition = partition or LOCAL_PARTITION
         options = client.SubmitOptions(
             partition=partition,
@@ -165,19 +218,22 @@ def job_submit(
             extra_args=tuple(ctx.args),
         )
         job_id = client.submit(script, options, _backend(backend, use_local))
-        console.print(f"submitted job {job_id}")
+        _console().print(f"submitted job {job_id}")
 
 
 @job_app.command("status")
 def job_status(
     job_id: Annotated[int | None, typer.Argument(help="One job (also finished ones, from accounting).")] = None,
+    wide: Annotated[
+        bool, typer.Option("--wide", "-w", help="Every column (user, restarts, submit/start/end times).")
+    ] = False,
     backend: BackendOption = None,
 ) -> None:
-    """A table of the jobs slurmctld knows, or of JOBID."""
+    """A table of the jobs slurmctld knows, or of JOBID; `--wide` for every column."""
     with clear_errors():
         chosen = client.select_backend(backend)
         jobs = [client.status(job_id, chosen)] if job_id is not None else client.list_jobs(chosen)
-        console.print(jobs_table(jobs))
+        _console().print(jobs_table(jobs, wide=wide))
 
 
 @job_app.command("cancel")
@@ -185,7 +241,7 @@ def job_cancel(job_id: int, backend: BackendOption = None) -> None:
     """Cancel JOBID."""
     with clear_errors():
         client.cancel(job_id, client.select_backend(backend))
-        console.print(f"cancelled job {job_id}")
+        _console().print(f"cancelled job {job_id}")
 
 
 @job_app.command("logs")
@@ -198,10 +254,10 @@ def job_logs(
     with clear_errors():
         chosen = client.select_backend(backend)
         if not follow:
-            console.out(client.logs(job_id, chosen), end="", highlight=False)
+            _console().out(client.logs(job_id, chosen), end="", highlight=False)
             return
         for chunk in client.follow_logs(job_id, backend=chosen):
-            console.out(chunk, end="", highlight=False)
+            _console().out(chunk, end="", highlight=False)
 
 
 # Unknown options are errors here (a typo such as --node would otherwise become the entry point);
@@ -249,7 +305,7 @@ def job_render(
         except OSError as exc:
             errors.print(f"[red]error:[/red] cannot write {output}: {exc.strerror}", highlight=False)
             raise typer.Exit(2) from None
-        console.print(f"wrote {output}")
+        _console().print(f"wrote {output}")
     else:
         typer.echo(script, nl=False)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,15 +71,18 @@ def status(state_dir: Path | None = None) -> ClusterStatus:
     return ClusterStatus(layout.root, found, node.node_state(_node_name()) if ctld_alive else None)
 
 
-def up(state_dir: Path | None = None) -> ClusterStatus:
-    """Install what is missing, write the configs, start what is not running, wait for an idle node."""
+def up(state_dir: Path | None = None, on_step: Callable[[str], None] | None = None) -> ClusterStatus:
+    """Install what is missing, write the configs, start what is not running, wait for an idle node.
+
+    `on_step` hears the slow steps as they start and end (today: the package install).
+    """
     _require_root()
     layout = _layout(state_dir)
     chain = daemons.daemons(layout)
     if all(d.pid() is not None for d in chain):
         return status(layout.root)
     _refuse_other_running_cluster(layout)
-    installed = packages.ensure_installed()
+    installed = packages.ensure_installed(on_step)
     machine = topology.detect_node()
     layout.root.mkdir(parents=True, exist_ok=True)
     config.write(layout, config.render(layout, machine))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
+from collections.abc import Callable
 
 from slurm.local.errors import LocalSlurmError
 
@@ -23,8 +25,13 @@ def missing_packages() -> list[str]:
     return [package for package, program in REQUIRED.items() if shutil.which(program, path=SEARCH_PATH) is None]
 
 
-def ensure_installed() -> list[str]:
-    """apt-get install what is missing (update first, only then); return what was installed."""
+def ensure_installed(on_step: Callable[[str], None] | None = None) -> list[str]:
+    """apt-get install what is missing (update first, only then); return what was installed.
+
+    `on_step` hears, in one line each, that the (slow, silent) install starts and how long it took; the
+    engine itself prints nothing.
+    """
+    report = on_step or (lambda _message: None)
     missing = missing_packages()
     if not missing:
         return []
@@ -33,6 +40,8 @@ def ensure_installed() -> list[str]:
     if shutil.which("apt-get") is None:
         raise LocalSlurmError(f"packages {', '.join(missing)} are missing and apt-get is not available")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    report(f"installing {', '.join(missing)} (apt-get update and install, a minute or two)")
+    started = time.monotonic()
     for command in (
         ["apt-get", "update", "-q"],
         ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
@@ -44,4 +53,5 @@ def ensure_installed() -> list[str]:
     still_missing = missing_packages()
     if still_missing:
         raise LocalSlurmError(f"installed {', '.join(missing)} but {', '.join(still_missing)} still missing")
+    report(f"installed {', '.join(missing)} in {time.monotonic() - started:.0f} s")
     return missing
