@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from components.stackfile import load_stack
 from jobs.render import RenderError, local_target, render_job, target_for_partition
