@@ -83,6 +83,8 @@ def test_long_values_are_cut_at_120_characters() -> None:
     before, after = line.strip().removeprefix("inputs.v: ").split(" -> ")
     assert before == repr("x" * 200)[:117] + "..." and len(before) == 120
     assert after == repr("y" * 118) and len(after) == 120  # exactly 120: kept whole
+    one_over = render_text(diff_plans(Plan("s", "p", [_res("r", v="a")]), Plan("s", "p", [_res("r", v="z" * 119)])))
+    assert repr("z" * 117)[:117] + "..." in one_over  # 121 characters: cut
 
 
 def test_text_and_markdown_show_every_changed_property() -> None:
