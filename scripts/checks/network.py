@@ -10,7 +10,7 @@ rule. Each flow says why the cluster needs it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from components.config import ClusterConfig
 from components.names import WORLD_CIDRS
@@ -75,7 +75,6 @@ class Topology:
     partitions: dict[str, Endpoint]
     database: Endpoint | None
     fsx: Endpoint | None
-    vpc_cidrs: tuple[str, ...] = field(default=())
 
     @property
     def nodes(self) -> list[Endpoint]:
@@ -103,7 +102,6 @@ def topology(plan: Plan) -> Topology:
         database=Endpoint("slurmdbd's database (RDS)", tuple(rds[0].inputs.get("vpcSecurityGroupIds") or ()),
                           vpc_cidrs) if rds else None,
         fsx=Endpoint("FSx for Lustre", tuple(fsx[0].inputs.get("securityGroupIds") or ()), vpc_cidrs) if fsx else None,
-        vpc_cidrs=vpc_cidrs,
     )
 
 
