@@ -9,7 +9,7 @@ STACK ?= dev
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: setup setup-extras system-packages plan test lint golden bench crds mutate clean
+.PHONY: setup setup-extras system-packages xla-venv plan test lint golden bench crds mutate clean
 
 # Debian packages the tests use (shellcheck for rendered job scripts). The local Slurm daemons are
 # installed by `slurm-eks local up`, which the test suite runs itself.
@@ -38,10 +38,19 @@ setup-extras: $(EXTRAS)
 plan: setup
 	$(BIN)/slurm-eks plan --stack $(STACK)
 
+# torch-xla on the CPU for the Trainium path's tests; its torch differs from ours, so its own venv.
+XLA_VENV := .venv-xla
+$(XLA_VENV)/.installed: jobs/requirements-xla.txt
+	$(PYTHON) -m venv $(XLA_VENV)
+	$(XLA_VENV)/bin/pip install --quiet -r jobs/requirements-xla.txt
+	touch $@
+
+xla-venv: $(XLA_VENV)/.installed
+
 lint: setup-extras
 	$(BIN)/ruff check .
 
-test: setup-extras system-packages lint
+test: setup-extras system-packages xla-venv lint
 	$(BIN)/pytest -q
 
 # Refresh tests/golden/ from the current program; review the diff before committing it.
@@ -50,6 +59,7 @@ golden: setup
 
 # Speed targets live here, not in timed tests: they print ratios.
 bench: setup-extras
+	$(BIN)/python benchmarks/bench_manifests.py
 	$(BIN)/python benchmarks/bench_train.py
 
 # The upstream CRD schemas, from the commits pinned in tools/crds.json, SHA-256 checked, into build/crds

@@ -25,8 +25,11 @@ class InstanceType:
     vcpu: int
     memory_gib: int
     efa_interfaces: int
-    neuron_cores: int = 0  # per node, Trainium only
-    efa_rdma: bool = False  # GPUDirect RDMA / Neuron RDMA over EFA (FI_EFA_USE_DEVICE_RDMA=1)
+    # Logical NeuronCores per node, Trainium only: one torchrun worker each. trn2 groups two physical cores
+    # into one logical core by default, so 64, not 128 (aws-neuron/aws-neuron-sdk frameworks/torch/
+    # torch-neuronx/programming-guide/training/pytorch-neuron-programming-guide.rst: "For trn2.48xlarge, use
+    # --nproc_per_node=64 for 64 Logical NeuronCores default").
+    neuron_cores: int = 0
 
     @property
     def family(self) -> str:
@@ -38,8 +41,8 @@ class InstanceType:
 
 
 def _it(name: str, kind: AcceleratorKind, model: str, count: int, mem: int, vcpu: int, ram: int, efa: int,
-        cores: int = 0, rdma: bool = True) -> InstanceType:
-    return InstanceType(name, kind, model, count, mem, vcpu, ram, efa, cores, rdma and efa > 0)
+        cores: int = 0) -> InstanceType:
+    return InstanceType(name, kind, model, count, mem, vcpu, ram, efa, cores)
 
 
 CATALOG: dict[str, InstanceType] = {
@@ -52,10 +55,10 @@ CATALOG: dict[str, InstanceType] = {
         _it("p5en.48xlarge", "nvidia", "H200", 8, 141, 192, 2048, 16),
         _it("trn1.32xlarge", "neuron", "Trainium", 16, 32, 128, 512, 8, cores=32),
         _it("trn1n.32xlarge", "neuron", "Trainium", 16, 32, 128, 512, 16, cores=32),
-        _it("trn2.48xlarge", "neuron", "Trainium2", 16, 96, 192, 2048, 16, cores=128),
+        _it("trn2.48xlarge", "neuron", "Trainium2", 16, 96, 192, 2048, 16, cores=64),
         _it("g5.xlarge", "nvidia", "A10G", 1, 24, 4, 16, 0),
-        _it("g5.12xlarge", "nvidia", "A10G", 4, 24, 48, 192, 1, rdma=False),
-        _it("g5.48xlarge", "nvidia", "A10G", 8, 24, 192, 768, 1, rdma=False),
+        _it("g5.12xlarge", "nvidia", "A10G", 4, 24, 48, 192, 1),
+        _it("g5.48xlarge", "nvidia", "A10G", 8, 24, 192, 768, 1),
     )
 }
 

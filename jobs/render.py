@@ -6,6 +6,9 @@ Runs on the login pod: it reads the stack config (pydantic) and the instance cat
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
+import math
 import re
 import shlex
 import sys
@@ -16,14 +19,31 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import TypeAdapter, ValidationError
 
 from components import catalog
-from components.config import ClusterConfig, SlurmTime
+from components.config import ClusterConfig, Fsx, SlurmTime
 from components.slinky.images import training_image
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SHARED = "/shared"
-DEFAULT_SIGNAL_LEAD_S = 300  # time to finish a step and write a checkpoint before the time limit
+DEFAULT_SIGNAL_LEAD_S = 300  # time to finish a step and write a small checkpoint before the time limit
+CHECKPOINT_WRITE_SAFETY = 2  # /shared is shared with every other job's I/O; FSx's figures are baselines
+MAX_SIGNAL_LEAD_S = 65535  # sbatch(1) --signal: "sig_time must have an integer value between 0 and 65535"
 DEFAULT_MAX_REQUEUES = 3
 DEFAULT_TORCHRUN_RESTARTS = 2  # a crashed worker is restarted (from the newest checkpoint) this often
+# Slurm's KillWait, the seconds between SIGTERM and SIGKILL at the time limit or on scancel: 30 by default
+# (slurm.conf(5)), and neither components/slinky/slurm_conf.py nor the Slinky operator's slurm.conf
+# (slurm-operator internal/builder/controllerbuilder/controller_config.go buildSlurmConf) sets it.
+SLURM_KILL_WAIT_S = 30
+# torchrun gives its workers this long after forwarding SIGTERM, then SIGKILLs them and exits: inside
+# KillWait, so torchrun (not Slurm) ends the step and a checkpoint in flight gets nearly all of it.
+TORCHRUN_SHUTDOWN_TIMEOUT_S = SLURM_KILL_WAIT_S - 5
+# torchrun prefixes each worker's lines with this (TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, torch/distributed/
+# run.py; `${rank}` is the global rank: torch/distributed/elastic/agent/server/local_elastic_agent.py), in
+# torch 2.13 and 2.9 alike, when it tees the workers' output (--tee).
+RANK_PREFIX = "[${rank}]: "
+# Disk throughput a checkpoint write gets on SCRATCH_2, MB/s per TiB (PERSISTENT_2's is its per-unit
+# throughput): AWS FSx for Lustre User Guide, "Performance characteristics of SSD and HDD storage classes"
+# (docs.aws.amazon.com/fsx/latest/LustreGuide/ssd-storage.html), disk throughput 200 read / 100 write.
+SCRATCH_2_WRITE_MB_S_PER_TIB = 100
 _SLURM_TIME = TypeAdapter(SlurmTime)  # the partitions' maxTime rule, so --time accepts what Slurm accepts
 
 
@@ -42,7 +62,6 @@ class JobTarget:
     procs_per_node: int  # torchrun workers per node: GPUs, NeuronCores, or CPU processes
     cpus_per_node: int
     efa: bool
-    efa_rdma: bool
     backend: str  # "nccl" on GPUs, "gloo" on the local CPU cluster (the Neuron template ignores it)
     image: str | None  # container image for the steps (pyxis); None runs on the host
     torchrun: str
@@ -50,6 +69,38 @@ class JobTarget:
     logs_dir: str
     checkpoint_root: str
     stack: str | None = None
+    max_nodes: int | None = None  # the partition's maxNodes; None: no limit known (the local cluster)
+    checkpoint_write_mb_s: float | None = None  # what /shared writes a checkpoint at; None: unknown
+
+
+@dataclass(frozen=True)
+class SignalLead:
+    """Seconds before the time limit that Slurm sends USR2, and how they were reached."""
+
+    seconds: int
+    formula: str = ""  # set when derived from a checkpoint size, for the script and the CLI
+
+
+DEFAULT_LEAD = SignalLead(DEFAULT_SIGNAL_LEAD_S)
+
+
+@dataclass(frozen=True)
+class ContainerImage:
+    """A step image as pyxis gets it: one squashfs file on /shared and a container name per image."""
+
+    reference: str  # as configured or given with --image
+    uri: str | None  # what `enroot import` pulls; None when the reference is already a squashfs file
+    file: str  # the squashfs file every step starts from
+    name: str  # pyxis --container-name
+
+
+def fsx_write_mb_s(fsx: Fsx) -> float:
+    """Baseline disk throughput of the file system, MB/s: per-TiB throughput x capacity in TiB (the FSx API's
+    PerUnitStorageThroughput: "File system throughput capacity is equal to Storage capacity (TiB) *
+    PerUnitStorageThroughput (MB/s/TiB)")."""
+    if fsx.deployment_type == "SCRATCH_2" or fsx.throughput_per_tib is None:
+        return SCRATCH_2_WRITE_MB_S_PER_TIB * fsx.capacity_gib / 1024
+    return fsx.throughput_per_tib * fsx.capacity_gib / 1024
 
 
 def target_for_partition(
@@ -79,14 +130,15 @@ def target_for_partition(
         procs_per_node=it.neuron_cores if neuron else max(it.accelerators, 1),
         cpus_per_node=it.vcpu,
         efa=efa,
-        efa_rdma=efa and it.efa_rdma,
         backend="nccl",
-        image=(image or training_image(partition)) if container else None,
+        image=image if container else None,
         torchrun="torchrun",
         shared_root=SHARED,
         logs_dir=f"{SHARED}/logs",
         checkpoint_root=f"{SHARED}/checkpoints",
         stack=stack,
+        max_nodes=partition.max_nodes,
+        checkpoint_write_mb_s=fsx_write_mb_s(config.storage.fsx),
     )
 
 
@@ -101,7 +153,6 @@ def local_target(state_dir: Path, cpus: int, gpus: int) -> JobTarget:
         procs_per_node=max(gpus, 1),
         cpus_per_node=cpus,
         efa=False,
-        efa_rdma=False,
         backend="gloo",
         image=None,
         torchrun=str(torchrun),
@@ -111,35 +162,96 @@ def local_target(state_dir: Path, cpus: int, gpus: int) -> JobTarget:
     )
 
 
-def render_job(
-    target: JobTarget,
-    entry: list[str],
-    nodes: int = 1,
-    time: str = "UNLIMITED",
-    job_name: str | None = None,
-    signal_lead: int = DEFAULT_SIGNAL_LEAD_S,
-    max_requeues: int = DEFAULT_MAX_REQUEUES,
-    torchrun_restarts: int = DEFAULT_TORCHRUN_RESTARTS,
-    precompile_args: str = "--steps 10",
-) -> str:
+def enroot_uri(reference: str) -> str:
+    """A Docker reference as `enroot import` takes it: docker://[REGISTRY#]IMAGE[:TAG] (NVIDIA/enroot
+    doc/cmd/import.md). The first path component is a registry when it contains '.' or ':', is 'localhost',
+    or is not lowercase: Docker's own rule (distribution/reference normalize.go splitDockerDomain)."""
+    ref = reference.removeprefix("docker://")
+    first, slash, rest = ref.partition("/")
+    is_registry = first == "localhost" or any(c in first for c in ".:") or first != first.lower()
+    if "#" in ref or not slash or not is_registry:
+        return f"docker://{ref}"
+    return f"docker://{first}#{rest}"
+
+
+def container_image(reference: str, shared_root: str) -> ContainerImage:
+    """Where the image lives on /shared: a name made of the reference itself (enroot's own naming turns '/'
+    into '+'), so another tag or registry is another file and another container."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "+", reference.removeprefix("docker://")).strip("+.")
+    if reference.startswith(("/", ".")):  # pyxis takes a reference starting so as a squashfs path (args.c)
+        return ContainerImage(reference, None, reference, stem.removesuffix(".sqsh"))
+    return ContainerImage(reference, enroot_uri(reference), f"{shared_root}/images/{stem}.sqsh", stem)
+
+
+def slurm_time_seconds(time: str) -> int | None:
+    """A Slurm time limit in seconds (sbatch(1) --time formats); None when there is none (UNLIMITED, 0)."""
+    if time.upper() in ("UNLIMITED", "INFINITE"):
+        return None
+    days, _, clock = time.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    if days:  # D-H, D-H:M, D-H:M:S
+        hours, minutes, seconds = [*parts, 0, 0][:3]
+        total = int(days) * 86400 + hours * 3600 + minutes * 60 + seconds
+    else:  # M, M:S, H:M:S
+        scale = {1: [60], 2: [60, 1], 3: [3600, 60, 1]}[len(parts)]
+        total = sum(p * s for p, s in zip(parts, scale, strict=True))
+    return total or None  # "A time limit of zero requests that no time limit be imposed"
+
+
+def checkpoint_signal_lead(target: JobTarget, checkpoint_gb: float) -> SignalLead:
+    """The USR2 lead that fits the final checkpoint: the default lead (finish the step in flight) plus the
+    checkpoint's write time at the file system's baseline throughput, times a safety factor."""
+    if checkpoint_gb <= 0:
+        raise RenderError(f"--checkpoint-gb {checkpoint_gb:g} is not a size; give one checkpoint's size in GB")
+    if target.checkpoint_write_mb_s is None:
+        raise RenderError(
+            f"--checkpoint-gb {checkpoint_gb:g}: the throughput of {target.shared_root} is unknown here; "
+            "give --signal-lead SECONDS instead"
+        )
+    rate = target.checkpoint_write_mb_s
+    seconds = DEFAULT_SIGNAL_LEAD_S + math.ceil(CHECKPOINT_WRITE_SAFETY * checkpoint_gb * 1000 / rate)
+    formula = (f"{DEFAULT_SIGNAL_LEAD_S} s + {CHECKPOINT_WRITE_SAFETY} x {checkpoint_gb:g} GB / {rate:.0f} MB/s "
+               f"(FSx baseline) = {seconds} s")
+    return SignalLead(seconds, formula)
+
+
+def precompile_key(target: JobTarget, entry: list[str]) -> str:
+    """What the rendered script knows of the Neuron graphs: the entry point with its flags, the workers per
+    node and the image (its compiler). The script adds the node count, NEURON_CC_FLAGS and the cache."""
+    text = json.dumps({"entry": entry, "procs_per_node": target.procs_per_node, "image": target.image})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _check_request(target: JobTarget, entry: list[str], nodes: int, time: str, lead: SignalLead) -> None:
     if not entry:
         raise RenderError("no entry point: put it after `--`, e.g. `-- jobs/train.py --steps 1000`")
     if nodes < 1:
         raise RenderError(f"--nodes must be at least 1, not {nodes}")
+    if target.max_nodes is not None and nodes > target.max_nodes:
+        where = f" in stack {target.stack}" if target.stack else ""
+        raise RenderError(
+            f"--nodes {nodes} is more than partition {target.partition} can have "
+            f"(partitions.{target.partition}.maxNodes = {target.max_nodes}{where}); "
+            f"use --nodes {target.max_nodes} or fewer, or raise maxNodes"
+        )
     try:
         _SLURM_TIME.validate_python(time)
     except ValidationError:
         raise RenderError(
             f"--time {time!r} is not a Slurm time limit; use minutes, HH:MM:SS, D-HH:MM:SS or UNLIMITED"
         ) from None
-    name = job_name or re.sub(r"[^A-Za-z0-9_.-]", "-", Path(entry[0]).stem) or "train"
-    container = ""
-    if target.image:
-        container = (
-            f"--container-image={shlex.quote(target.image)} "
-            f"--container-mounts={target.shared_root}:{target.shared_root} "
-            '--container-workdir="${PWD}" '
+    how = f" ({lead.formula})" if lead.formula else ""
+    if not 0 <= lead.seconds <= MAX_SIGNAL_LEAD_S:
+        raise RenderError(f"signal lead {lead.seconds} s{how} is outside sbatch's 0-{MAX_SIGNAL_LEAD_S} s")
+    limit = slurm_time_seconds(time)
+    if limit is not None and lead.seconds >= limit:
+        raise RenderError(
+            f"signal lead {lead.seconds} s{how} is not shorter than --time {time} ({limit} s): the job would "
+            "be asked to stop as it starts; give a longer --time or a shorter lead"
         )
+
+
+def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         undefined=StrictUndefined,
@@ -148,16 +260,53 @@ def render_job(
         keep_trailing_newline=True,
         autoescape=False,
     )
-    return env.get_template(f"{target.template}.sbatch.j2").render(
+    env.filters["q"] = shlex.quote
+    return env
+
+
+def render_job(
+    target: JobTarget,
+    entry: list[str],
+    nodes: int = 1,
+    time: str = "UNLIMITED",
+    job_name: str | None = None,
+    lead: SignalLead = DEFAULT_LEAD,
+    max_requeues: int = DEFAULT_MAX_REQUEUES,
+    torchrun_restarts: int = DEFAULT_TORCHRUN_RESTARTS,
+) -> str:
+    _check_request(target, entry, nodes, time, lead)
+    name = job_name or re.sub(r"[^A-Za-z0-9_.-]", "-", Path(entry[0]).stem) or "train"
+    image = container_image(target.image, target.shared_root) if target.image else None
+    container = ""
+    if image:
+        container = (
+            f"--container-image={shlex.quote(image.file)} --container-name={shlex.quote(image.name)} "
+            f"--container-mounts={target.shared_root}:{target.shared_root} "
+            '--container-workdir="${PWD}" '
+        )
+    return _environment().get_template(f"{target.template}.sbatch.j2").render(
         t=target,
         nodes=nodes,
         time=time,
         job_name=name,
-        signal_lead=signal_lead,
+        lead=lead,
         max_requeues=max_requeues,
         torchrun_restarts=torchrun_restarts,
         torchrun=shlex.quote(target.torchrun),
+        image=image,
         container_flags=container,
         entry=" ".join(shlex.quote(a) for a in entry),
-        precompile_args=precompile_args,
+        precompile_key=precompile_key(target, entry),
+        rank_prefix=RANK_PREFIX,
+        shutdown_timeout=TORCHRUN_SHUTDOWN_TIMEOUT_S,
     )
+
+
+def render_image_pull(target: JobTarget) -> str:
+    """The import a job's first run does, alone: a script for bash on the login pod, or for sbatch."""
+    if not target.image:
+        raise RenderError(f"partition {target.partition} has no image to pull; pass --image IMAGE")
+    image = container_image(target.image, target.shared_root)
+    if image.uri is None:
+        raise RenderError(f"--image {target.image} is already a squashfs file; there is nothing to pull")
+    return _environment().get_template("image_pull.sbatch.j2").render(t=target, image=image)

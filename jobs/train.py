@@ -1,6 +1,7 @@
 """Resumable GPT training under torchrun: `torchrun ... jobs/train.py [flags]` (`--help` lists them).
 
-DDP by default, FSDP2 with `--fsdp`; DCP checkpoints every `--checkpoint-every` steps into
+DDP by default, FSDP2 with `--fsdp`, torch-xla data parallelism on Trainium with `--device xla`
+(jobs/training/xla.py); DCP checkpoints (XLA: `xm.save`) every `--checkpoint-every` steps into
 `<checkpoint-dir>/step-<n>/` (complete once DCP's `.metadata` exists; the latest `--keep-checkpoints` are
 kept); on start it resumes from the newest complete one, so an interrupted run ends bit-for-bit where an
 uninterrupted one would (on CPU, same world size). Rank 0 prints JSON lines; the last is
@@ -9,8 +10,9 @@ uninterrupted one would (on CPU, same world size). Rank 0 prints JSON lines; the
 Exit and preemption contract (for job scripts; behaviour of torch 2.13's torchrun measured here):
 
 * Stop requests: SIGUSR2 or SIGTERM to any worker, or the file `--stop-file` (default
-  `$SLURM_EKS_STOP_FILE`; put it on /shared: local rank 0 of each node polls it after every step).
-  The step in flight finishes, all ranks agree (all_reduce) to stop after the same step, save a
+  `$SLURM_EKS_STOP_FILE`; put it on /shared: local rank 0 of each node polls it every
+  `--stop-check-every` steps, default 10). The step in flight finishes, all ranks agree (an all_reduce
+  of CPU integers, at those steps only) to stop after the same step, save a
   checkpoint, rank 0 writes `<checkpoint-dir>/PREEMPTED` (JSON: step, reasons, checkpoint) and prints
   `{"event": "preempted", ...}`, and every worker exits 0.
 * Exit code 0 for both "done" and "preempted": torchrun turns any non-zero worker exit into its own exit

@@ -156,10 +156,17 @@ def layering_violations(project: Project) -> list[str]:
                     found.append(f"{module} reaches {target}: the job client runs on the login pod without Pulumi")
     if "jobs.train" in project.modules:
         for target in project.reachable("jobs.train"):
-            if not (_stdlib(target) or target.split(".")[0] == "torch" or _under(target, "jobs")):
+            if not (_stdlib(target) or target.split(".")[0] == "torch" or _under(target, "jobs")
+                    or (target.split(".")[0] == "torch_xla" and _xla_only(project, target))):
                 found.append(f"jobs.train reaches {target}: the entry point runs in any PyTorch image "
-                             "(torch and the standard library only)")
+                             "(torch and the standard library only; torch_xla only from jobs.training.xla)")
     return found
+
+
+def _xla_only(project: Project, target: str) -> bool:
+    """torch_xla is in the Neuron image only: jobs.training.xla alone may import it, and nothing imports that
+    module at its top level (test_the_entry_point_imports_without_torch_xla runs the check for real)."""
+    return all(imp.source == "jobs.training.xla" for imp in project.imports if imp.target == target)
 
 
 def engine_exits(project: Project) -> list[str]:
@@ -240,11 +247,14 @@ def test_pulumi_reached_from_slurm_through_another_package_is_a_violation(tmp_pa
 
 def test_a_third_party_import_in_the_entry_point_is_a_violation(tmp_path: Path) -> None:
     project = _tree(tmp_path, {
-        "jobs/__init__.py": "", "jobs/train.py": "import os\nimport torch\nfrom jobs.training import data\n",
-        "jobs/training/__init__.py": "", "jobs/training/data.py": "import numpy\n",
+        "jobs/__init__.py": "", "jobs/train.py": "import os\nimport torch\nfrom jobs.training import data, xla\n",
+        "jobs/training/__init__.py": "", "jobs/training/data.py": "import numpy\nimport torch_xla\n",
+        "jobs/training/xla.py": "import torch_xla.runtime\n",
     })
+    rule = "the entry point runs in any PyTorch image (torch and the standard library only; torch_xla only from " \
+           "jobs.training.xla)"
     assert layering_violations(project) == [
-        "jobs.train reaches numpy: the entry point runs in any PyTorch image (torch and the standard library only)"]
+        f"jobs.train reaches numpy: {rule}", f"jobs.train reaches torch_xla: {rule}"]
 
 
 def test_an_engine_that_prints_or_imports_the_cli_is_a_violation(tmp_path: Path) -> None:

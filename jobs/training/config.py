@@ -11,6 +11,8 @@ from pathlib import Path
 
 STOP_FILE_ENV = "SLURM_EKS_STOP_FILE"
 CHECKPOINT_DIR_ENV = "SLURM_EKS_CHECKPOINT_DIR"  # set by the rendered sbatch scripts (jobs/templates)
+DEVICE_ENV = "SLURM_EKS_DEVICE"  # "xla" from the Neuron job script
+DEVICE_KINDS = ("auto", "cuda", "xla", "cpu")  # auto: CUDA when present, else the CPU
 
 
 @dataclass(frozen=True)
@@ -37,13 +39,16 @@ class TrainConfig:
     grad_clip: float
     data: Path | None
     data_dtype: str
+    device: str
     fsdp: bool
     activation_checkpointing: bool
     compile: bool
     checkpoint_dir: Path | None
     checkpoint_every: int
     keep_checkpoints: int
+    async_checkpoint: bool
     stop_file: Path | None
+    stop_check_every: int
     log_every: int
 
 
@@ -97,7 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     data = p.add_argument_group("data")
     data.add_argument("--data", type=Path, help="flat binary token file (memory-mapped); synthetic if absent")
     data.add_argument("--data-dtype", choices=("uint16", "uint32"), default="uint16")
-    par = p.add_argument_group("parallelism and speed")
+    par = p.add_argument_group("device, parallelism and speed")
+    par.add_argument(
+        "--device",
+        choices=DEVICE_KINDS,
+        default=os.environ.get(DEVICE_ENV) or "auto",
+        help=f"xla: Trainium through torch-xla (default: ${DEVICE_ENV}, else auto)",
+    )
     par.add_argument("--fsdp", action="store_true", help="FSDP2 fully_shard instead of DDP")
     par.add_argument("--activation-checkpointing", action="store_true")
     par.add_argument("--compile", action="store_true", help="torch.compile each transformer block")
@@ -111,10 +122,23 @@ def build_parser() -> argparse.ArgumentParser:
     ckpt.add_argument("--checkpoint-every", type=_positive_int, default=50)
     ckpt.add_argument("--keep-checkpoints", type=_positive_int, default=2, help="keep the latest k complete")
     ckpt.add_argument(
+        "--async-checkpoint",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="periodic checkpoints written in the background (dcp.async_save; the last one is always waited "
+        "for); the XLA path saves synchronously",
+    )
+    ckpt.add_argument(
         "--stop-file",
         type=Path,
         default=os.environ.get(STOP_FILE_ENV) or None,
         help=f"checkpoint and stop once this file exists (default: ${STOP_FILE_ENV})",
+    )
+    ckpt.add_argument(
+        "--stop-check-every",
+        type=_positive_int,
+        default=10,
+        help="steps between stop checks (a small collective); a stop request waits at most this many steps",
     )
     return p
 
@@ -156,6 +180,10 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
         parser.error("--lr must be > 0, --weight-decay and --grad-clip >= 0")
     if args.warmup_steps >= args.steps:
         parser.error(f"--warmup-steps {args.warmup_steps} must be < --steps {args.steps}")
+    if args.device == "xla" and (args.fsdp or args.compile):
+        flag = "--fsdp" if args.fsdp else "--compile"
+        parser.error(f"{flag} is for CUDA and the CPU; on --device xla data parallelism is xm's all-reduce and "
+                     "XLA compiles each step's graph already: drop the flag")
     if args.data is not None and not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     model = ModelConfig(

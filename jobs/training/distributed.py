@@ -1,4 +1,5 @@
-"""Process group setup from torchrun's environment (or a one-process group without torchrun)."""
+"""Process group setup from torchrun's environment (or a one-process group without torchrun), per device
+kind: CUDA (NCCL, with gloo for CPU tensors), XLA (Trainium through torch-xla) or the CPU (gloo)."""
 
 from __future__ import annotations
 
@@ -16,16 +17,37 @@ class DistEnv:
     local_rank: int
     world_size: int
     device: torch.device
+    # gloo group for small CPU-side agreements (stop requests, async checkpoint planning): a CPU tensor on
+    # it never waits for the accelerator's queue. None: the default group has a CPU backend already.
+    cpu_group: dist.ProcessGroup | None = None
 
     @property
     def is_main(self) -> bool:
         return self.rank == 0
 
+    @property
+    def is_xla(self) -> bool:
+        return self.device.type == "xla"
 
-def init_distributed(timeout: timedelta = timedelta(minutes=10)) -> DistEnv:
-    """NCCL for CUDA tensors (gloo alongside for CPU ones, which DCP's planning uses), gloo on CPU."""
+
+def resolve_kind(kind: str) -> str:
+    if kind == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return kind
+
+
+def init_distributed(kind: str = "auto", timeout: timedelta = timedelta(minutes=10)) -> DistEnv:
+    """NCCL for CUDA tensors (gloo alongside for CPU ones, which DCP's planning uses), the `xla` group on
+    XLA devices, gloo on the CPU."""
+    kind = resolve_kind(kind)
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():
+    if kind == "xla":
+        from jobs.training import xla  # torch_xla is only in the Neuron image
+
+        device = xla.init_process_group(timeout)
+        # The xla backend reduces XLA tensors only; stop requests and the like travel on gloo.
+        return DistEnv(dist.get_rank(), local_rank, dist.get_world_size(), device, dist.new_group(backend="gloo"))
+    if kind == "cuda":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
         backend = "cpu:gloo,cuda:nccl"
@@ -45,8 +67,9 @@ def init_distributed(timeout: timedelta = timedelta(minutes=10)) -> DistEnv:
     return DistEnv(dist.get_rank(), local_rank, dist.get_world_size(), device)
 
 
-def all_ranks_max(values: list[int], device: torch.device) -> list[int]:
-    """Element-wise max over ranks (used so every rank takes the same decision at the same step)."""
-    tensor = torch.tensor(values, dtype=torch.int64, device=device)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+def all_ranks_max(values: list[int], env: DistEnv) -> list[int]:
+    """Element-wise max over ranks (so every rank takes the same decision at the same step). A CPU tensor:
+    no wait for the accelerator's queue, so calling it does not stall the steps in flight."""
+    tensor = torch.tensor(values, dtype=torch.int64)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=env.cpu_group)
     return tensor.tolist()

@@ -61,7 +61,12 @@ class Throughput:
 
 def params_sha256(model: nn.Module) -> str | None:
     """SHA-256 over (name, full unsharded fp32 bytes) in name order; collective, the digest on rank 0."""
-    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    if next(model.parameters()).device.type == "xla":  # replicated, unwrapped: rank 0's copy is the model
+        if torch.distributed.get_rank() != 0:
+            return None
+        full = {name: tensor.cpu() for name, tensor in model.state_dict().items()}
+    else:
+        full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
     if not full:  # non-zero ranks receive nothing with cpu_offload
         return None
     digest = hashlib.sha256()

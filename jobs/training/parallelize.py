@@ -19,8 +19,11 @@ from jobs.training.model import GPT
 def parallelize(
     model: GPT, env: DistEnv, *, fsdp: bool, activation_checkpointing: bool, compile_blocks: bool
 ) -> nn.Module:
-    """Return the module to train; parameter names stay those of `model` (no wrapper prefixes in DCP)."""
+    """Return the module to train; parameter names stay those of `model` (no wrapper prefixes in DCP). On XLA
+    the bare module: replicas average their gradients through xm (Neuron's guide: remove the DDP wrapper)."""
     model.activation_checkpointing = activation_checkpointing
+    if env.is_xla:
+        return model.to(env.device)
     if compile_blocks:
         for block in model.blocks:
             block.compile()  # in place, per block (as torchtitan does): names unchanged, small graphs
@@ -41,9 +44,12 @@ def parallelize(
 
 
 def autocast_context(model: nn.Module, device: torch.device) -> Callable[[], AbstractContextManager[object]]:
-    """bf16 autocast for DDP on GPU; FSDP2 already computes in bf16 through its MixedPrecisionPolicy."""
+    """bf16 autocast for DDP on GPU and on XLA (Neuron's migration guide: autocast with device_type "xla",
+    fp32 master weights); FSDP2 already computes in bf16 through its MixedPrecisionPolicy."""
     if device.type == "cuda" and isinstance(model, DistributedDataParallel):
         return lambda: torch.autocast("cuda", dtype=torch.bfloat16)
+    if device.type == "xla":
+        return lambda: torch.autocast("xla", dtype=torch.bfloat16)
     return contextlib.nullcontext
 
 

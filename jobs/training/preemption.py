@@ -9,9 +9,7 @@ import signal
 from pathlib import Path
 from types import FrameType
 
-import torch
-
-from jobs.training.distributed import all_ranks_max
+from jobs.training.distributed import DistEnv, all_ranks_max
 
 STOP_SIGNALS = (signal.SIGUSR2, signal.SIGTERM)
 PREEMPTED_MARKER = "PREEMPTED"
@@ -32,12 +30,13 @@ class StopRequest:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.received.add(signal.Signals(signum))
 
-    def agreed(self, device: torch.device) -> list[str]:
-        """Reasons any rank has to stop (empty: keep going). Collective: call it on every rank."""
+    def agreed(self, env: DistEnv) -> list[str]:
+        """Reasons any rank has to stop (empty: keep going). Collective: call it on every rank, at the same
+        steps (the trainer asks every `--stop-check-every` steps)."""
         local = [int(sig in self.received) for sig in STOP_SIGNALS]
         local.append(int(self.poll_file and self.stop_file is not None and self.stop_file.exists()))
         reasons = [sig.name for sig in STOP_SIGNALS] + ["stop-file"]
-        return [reason for reason, hit in zip(reasons, all_ranks_max(local, device), strict=True) if hit]
+        return [reason for reason, hit in zip(reasons, all_ranks_max(local, env), strict=True) if hit]
 
 
 def write_marker(root: Path, name: str, payload: dict[str, object]) -> Path:

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.tensor import DTensor
 
-from jobs.training.checkpoint import Checkpointer, Progress, latest_complete
+from jobs.training.checkpoint import (
+    Checkpointer,
+    DcpCheckpointer,
+    Progress,
+    TrainingState,
+    XlaCheckpointer,
+    latest_complete,
+)
 from jobs.training.config import TrainConfig
 from jobs.training.data import BatchLoader, SyntheticTokens, TokenFile, TokenSource
 from jobs.training.distributed import DistEnv, init_distributed
@@ -22,6 +31,10 @@ from jobs.training.model import GPT, count_params, flops_per_token
 from jobs.training.optim import build_optimizer, build_scheduler
 from jobs.training.parallelize import autocast_context, grad_sync_context, parallelize
 from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
+
+# Steps a graph-extraction run (neuron_parallel_compile) traces: the first (it creates AdamW's state) and a
+# steady one; every later step runs the same graphs.
+EXTRACT_STEPS = 2
 
 
 @dataclass(frozen=True)
@@ -44,8 +57,10 @@ def make_train_step(
     device: torch.device,
 ) -> Callable[[], tuple[torch.Tensor, torch.Tensor]]:
     """One optimizer step over `cfg.grad_accum` micro-batches; returns (summed loss, grad norm) tensors,
-    left on the device so the caller decides when to synchronise."""
+    left on the device so the caller decides when to synchronise. On XLA the gradients are averaged over
+    replicas before clipping (there is no DDP wrapper) and the step ends with a graph cut."""
     autocast = autocast_context(model, device)
+    xla = _xla() if device.type == "xla" else None
 
     def train_step() -> tuple[torch.Tensor, torch.Tensor]:
         loss_sum = torch.zeros((), device=device)
@@ -55,14 +70,31 @@ def make_train_step(
                 loss = model(inputs, targets) / cfg.grad_accum
                 loss.backward()
             loss_sum += loss.detach()
+        if xla is not None:
+            xla.reduce_gradients(optimizer)
         max_norm = cfg.grad_clip if cfg.grad_clip > 0 else math.inf
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
+        if xla is not None:
+            xla.sync()
         return loss_sum, grad_norm
 
     return train_step
+
+
+def _xla() -> ModuleType:
+    """jobs.training.xla, imported only on XLA devices (torch_xla is only in the Neuron image)."""
+    from jobs.training import xla
+
+    return xla
+
+
+def _seed(env: DistEnv, seed: int) -> None:
+    torch.manual_seed(seed)
+    if env.is_xla:  # dropout on an XLA device draws from XLA's own generator
+        _xla().manual_seed(seed)
 
 
 def _token_source(cfg: TrainConfig) -> TokenSource:
@@ -78,7 +110,11 @@ def _mean_over_ranks(value: torch.Tensor) -> float:
 
 
 def train(cfg: TrainConfig) -> RunResult:
-    env = init_distributed()
+    env = init_distributed(cfg.device)
+    if env.is_xla and _xla().extracting_graphs():
+        # neuron_parallel_compile's trial run: outputs are zeros, so trace the graphs and keep nothing.
+        cfg = dataclasses.replace(cfg, steps=min(cfg.steps, EXTRACT_STEPS), log_every=1, checkpoint_dir=None,
+                                  stop_file=None)  # fmt: skip
     result = _train(cfg, env)
     # Only after a clean finish: on an error, peers may still be inside a collective and destroy would
     # hang. The GC pass first frees FSDP2's reference cycles (modules <-> DTensors <-> process group) while
@@ -94,7 +130,7 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
     if env.is_main:
         clear_stale(cfg.checkpoint_dir, cfg.stop_file)
     stop = StopRequest(cfg.stop_file, poll_file=env.local_rank == 0)
-    dist.barrier()  # markers cleared before any rank can look for a stop file
+    dist.barrier(group=env.cpu_group)  # markers cleared before any rank can look for a stop file
 
     torch.manual_seed(cfg.seed)  # same initial weights on every rank
     gpt = GPT(cfg.model)
@@ -106,20 +142,16 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
     optimizer = build_optimizer(model, cfg.lr, cfg.weight_decay, env.device)
     scheduler = build_scheduler(optimizer, cfg.warmup_steps, cfg.steps, cfg.min_lr_ratio)
     loader = BatchLoader(_token_source(cfg), cfg.batch_size, cfg.model.seq_len, env.rank, env.world_size)
-    ckpt = (
-        Checkpointer(cfg.checkpoint_dir, cfg.keep_checkpoints, env, model, optimizer, scheduler)
-        if cfg.checkpoint_dir is not None
-        else None
-    )
+    ckpt = _checkpointer(cfg, env, model, optimizer, scheduler)
 
     step = 0
-    torch.manual_seed(_rank_seed(cfg.seed, env.rank, 0))  # dropout differs per rank
+    _seed(env, _rank_seed(cfg.seed, env.rank, 0))  # dropout differs per rank
     resume = latest_complete(cfg.checkpoint_dir) if cfg.checkpoint_dir is not None else None
     if ckpt is not None and resume is not None:
         progress, has_rng = ckpt.load(resume[1])
         step, loader.position = progress.step, progress.data_position
         if not has_rng:  # world size changed: no saved RNG for this rank, so derive one
-            torch.manual_seed(_rank_seed(cfg.seed, env.rank, step))
+            _seed(env, _rank_seed(cfg.seed, env.rank, step))
         log(event="resumed", step=step, checkpoint=str(resume[1]), rng_restored=has_rng)
     log(
         event="start",
@@ -127,7 +159,7 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
         steps=cfg.steps,
         world_size=env.world_size,
         device=str(env.device),
-        parallelism="fsdp2" if cfg.fsdp else "ddp",
+        parallelism="xla-dp" if env.is_xla else "fsdp2" if cfg.fsdp else "ddp",
         params=n_params,
         data=str(cfg.data) if cfg.data else "synthetic",
     )
@@ -143,10 +175,13 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
     reasons: list[str] = []
     while step < cfg.steps and not reasons:
         lr = scheduler.get_last_lr()[0]
+        if env.is_xla:  # dropout masks a function of (seed, rank, step): see jobs/training/xla.py manual_seed
+            _xla().manual_seed(_rank_seed(cfg.seed, env.rank, step))
         loss, grad_norm = train_step()
         step += 1
         meter.step()
-        reasons = stop.agreed(env.device)
+        if step % cfg.stop_check_every == 0:
+            reasons = stop.agreed(env)
         if step % cfg.log_every == 0 or step == cfg.steps:
             norm = grad_norm.full_tensor() if isinstance(grad_norm, DTensor) else grad_norm  # FSDP2
             log(
@@ -157,9 +192,12 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
                 **meter.report(),
             )
         if ckpt is not None and (step % cfg.checkpoint_every == 0 or step == cfg.steps or reasons):
-            last_checkpoint = ckpt.save(Progress(step, loader.position))
-            log(event="checkpoint", step=step, path=str(last_checkpoint))
+            final = step == cfg.steps or bool(reasons)
+            last_checkpoint = ckpt.save(Progress(step, loader.position), wait=final)
+            log(event="checkpoint", step=step, path=str(last_checkpoint), waited=final)
 
+    if ckpt is not None:
+        ckpt.wait()
     if reasons:
         checkpoint = str(last_checkpoint) if last_checkpoint is not None else None
         log(event="preempted", step=step, reasons=reasons, checkpoint=checkpoint)
@@ -173,3 +211,13 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
     if cfg.checkpoint_dir is not None and env.is_main:
         write_marker(cfg.checkpoint_dir, DONE_MARKER, {"step": step, "params_sha256": digest})
     return RunResult(step, False, digest)
+
+
+def _checkpointer(
+    cfg: TrainConfig, env: DistEnv, model: nn.Module, optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+) -> Checkpointer | None:  # fmt: skip
+    if cfg.checkpoint_dir is None:
+        return None
+    state = TrainingState(cfg.checkpoint_dir, cfg.keep_checkpoints, env, model, optimizer, scheduler)
+    return XlaCheckpointer(state) if env.is_xla else DcpCheckpointer(state, asynchronous=cfg.async_checkpoint)

@@ -7,6 +7,9 @@ Two typer apps, registered by scripts/cli/main.py. To add a job command, decorat
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +47,11 @@ job_app = typer.Typer(
     help="Submit and follow Slurm jobs (pyslurm where it imports, else the CLI).", no_args_is_help=True
 )
 
+image_app = typer.Typer(
+    help="Partition images as squashfs files on /shared, imported once for every job.", no_args_is_help=True
+)
+job_app.add_typer(image_app, name="image")
+
 BackendOption = Annotated[
     str | None,
     typer.Option(
@@ -60,6 +68,19 @@ def clear_errors() -> Iterator[None]:
     except (client.JobClientError, local.LocalSlurmError) as exc:
         errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         raise typer.Exit(1) from None
+
+
+@contextmanager
+def render_errors() -> Iterator[None]:
+    """A stack or a request that cannot give a correct script: its message, and exit status 2."""
+    try:
+        yield
+    except ConfigError as exc:
+        errors.print(exc.render(), highlight=False, markup=False)
+        raise typer.Exit(2) from None
+    except render.RenderError as exc:
+        errors.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
 
 
 def _when(moment: datetime | None) -> str:
@@ -273,13 +294,19 @@ def job_render(
     job_name: Annotated[str | None, typer.Option("--job-name", "-J", help="default: the entry point's name")] = None,
     image: Annotated[str | None, typer.Option(help="container image for the steps (pyxis)")] = None,
     no_container: Annotated[bool, typer.Option("--no-container", help="run the steps on the node's image")] = False,
-    signal_lead: Annotated[int, typer.Option(help="seconds before the time limit to checkpoint")] = 300,
+    signal_lead: Annotated[
+        int | None, typer.Option(min=0, help="seconds before the time limit to checkpoint (default 300)")
+    ] = None,
+    checkpoint_gb: Annotated[
+        float | None,
+        typer.Option(help="size of one checkpoint in GB: sizes the signal lead to /shared's write throughput"),
+    ] = None,
     max_requeues: Annotated[int, typer.Option(help="requeues after a preemption before giving up")] = 3,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     stacks_dir: Annotated[Path, typer.Option(help="directory of Pulumi.<stack>.yaml")] = STACKS_DIR,
 ) -> None:
     """Write an sbatch script for a partition; the entry point and its arguments go after `--`."""
-    try:
+    with render_errors():
         if use_local:
             state = layout.default_state_dir()
             (state / "logs").mkdir(parents=True, exist_ok=True)  # Slurm does not create --output dirs
@@ -291,14 +318,11 @@ def job_render(
             config, _ = load_stack(stack, stacks_dir)
             target = render.target_for_partition(config, stack, partition, image, container=not no_container)
             limit = time_limit or config.partitions[partition].max_time
+        lead = _signal_lead(target, signal_lead, checkpoint_gb)
         script = render.render_job(target, list(ctx.args), nodes=nodes, time=limit, job_name=job_name,
-                                   signal_lead=signal_lead, max_requeues=max_requeues)
-    except ConfigError as exc:
-        errors.print(exc.render(), highlight=False, markup=False)
-        raise typer.Exit(2) from None
-    except render.RenderError as exc:
-        errors.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+                                   lead=lead, max_requeues=max_requeues)
+    if lead.formula:  # on stderr, so `job render ... > job.sbatch` still shows it
+        errors.print(f"signal lead: {lead.formula}", highlight=False, markup=False)
     if output:
         try:
             output.write_text(script)
@@ -308,6 +332,59 @@ def job_render(
         _console().print(f"wrote {output}")
     else:
         typer.echo(script, nl=False)
+
+
+@image_app.command("pull")
+def image_pull(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="stack whose partition to target")],
+    partition: Annotated[str, typer.Option("--partition", "-p")],
+    image: Annotated[str | None, typer.Option(help="default: the partition's training image")] = None,
+    submit: Annotated[
+        bool, typer.Option("--submit", help="import on a node of the partition (a one-node sbatch job)")
+    ] = False,
+    backend: BackendOption = None,
+    stacks_dir: Annotated[Path, typer.Option(help="directory of Pulumi.<stack>.yaml")] = STACKS_DIR,
+) -> None:
+    """Import the partition's image into its squashfs file on /shared now, as a job's first run would."""
+    with render_errors():
+        config, _ = load_stack(stack, stacks_dir)
+        target = render.target_for_partition(config, stack, partition, image)
+        script = render.render_image_pull(target)
+    if submit:
+        with clear_errors():
+            job_id = _submit_text(script, client.select_backend(backend))
+        _console().print(f"submitted job {job_id}: it imports the image of partition {partition}; log: "
+                         f"{target.logs_dir}/image-pull-{job_id}.out", highlight=False)
+        return
+    if shutil.which("enroot") is None:
+        errors.print(
+            "[red]error:[/red] enroot is not on PATH here: run `slurm-eks job image pull` on the login pod, "
+            f"where enroot is installed, or add --submit to import on a node of partition {partition}",
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    result = subprocess.run(["bash", "-c", script], check=False)
+    if result.returncode:
+        errors.print(f"[red]error:[/red] the import failed (exit {result.returncode}); see above", highlight=False)
+        raise typer.Exit(1)
+
+
+def _submit_text(script: str, backend: JobBackend) -> int:
+    """sbatch reads the script when it submits, so a temporary file serves."""
+    with tempfile.NamedTemporaryFile("w", prefix="slurm-eks-", suffix=".sbatch") as file:
+        file.write(script)
+        file.flush()
+        return client.submit(Path(file.name), client.SubmitOptions(), backend)
+
+
+def _signal_lead(target: render.JobTarget, seconds: int | None, checkpoint_gb: float | None) -> render.SignalLead:
+    if checkpoint_gb is None:
+        return render.SignalLead(render.DEFAULT_SIGNAL_LEAD_S if seconds is None else seconds)
+    if seconds is not None:
+        raise render.RenderError(
+            f"--signal-lead {seconds} and --checkpoint-gb {checkpoint_gb:g} both set the lead; give one of them"
+        )
+    return render.checkpoint_signal_lead(target, checkpoint_gb)
 
 
 def _local_cpus() -> int:

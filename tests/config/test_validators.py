@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+from components import catalog
 from components.problems import ConfigError
 from components.validation import parse_cluster_config
 from components.validators import VALIDATORS, run_validators
-from tests.config.helpers import raw_config
+from tests.config.helpers import problems_of_rule, raw_config
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -201,3 +202,68 @@ def test_a_patch_tag_of_slinkys_registry_is_pinned() -> None:
     raw["slurm"]["images"] = {"login": "ghcr.io/slinkyproject/login-pyxis:25.11.6-ubuntu24.04"}
     _, problems = parse_cluster_config(raw)
     assert [p for p in problems if p.rule == "image-pinned"] == []
+
+
+KNOWN_TYPES = ", ".join(catalog.CATALOG)
+
+
+@pytest.mark.parametrize(("typo", "hint"), [
+    ("p5.48xlarg", "did you mean p5.48xlarge or p5e.48xlarge or p5en.48xlarge? "),
+    ("t3.micro", ""),  # nothing in the catalog is close
+])
+def test_an_unknown_instance_type_suggests_the_close_ones_only(typo: str, hint: str) -> None:
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-h100"]["instanceTypes"] = [typo]
+    assert [(p.path, p.fix) for p in problems_of_rule(raw, "instance-type-known")] == [
+        ("partitions.gpu-h100.instanceTypes[0]", f"{hint}known: {KNOWN_TYPES}")]
+
+
+def test_a_partition_of_unknown_types_is_not_said_to_mix_accelerators() -> None:
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-h100"]["instanceTypes"] = ["p6-b200.48xlarge"]
+    assert problems_of_rule(raw, "partition-accelerators") == []
+    assert [p.path for p in problems_of_rule(raw, "instance-type-known")] == ["partitions.gpu-h100.instanceTypes[0]"]
+
+
+def test_mixed_efa_interface_counts_request_the_smallest() -> None:
+    _, problems = parse_cluster_config(raw_config("prod"))
+    assert [(p.path, p.message) for p in problems if p.rule == "efa-interface-count"] == [
+        ("partitions.trainium.instanceTypes", "EFA interface counts differ ([8, 16]); each node requests 8")]
+
+
+@pytest.mark.parametrize("capacity_type", ["on-demand", "spot"])
+def test_capacity_reservations_without_capacity_type_reserved_are_refused(capacity_type: str) -> None:
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-h100"].update(capacityType=capacity_type, efa=False,
+                                         capacityReservationIds=["cr-0123456789abcdef0"])
+    assert [(p.path, p.value, p.message) for p in problems_of_rule(raw, "capacity-reservations")] == [
+        ("partitions.gpu-h100.capacityType", capacity_type,
+         "capacity reservations are listed but capacityType is not reserved")]
+
+
+def test_reserved_capacity_with_its_reservations_is_accepted() -> None:
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-h100"].update(capacityType="reserved", capacityReservationIds=["cr-0123456789abcdef0"])
+    assert problems_of_rule(raw, "capacity-reservations") == []
+
+
+def test_a_single_partition_is_the_default_without_saying_so() -> None:
+    raw = raw_config("dev")
+    assert list(raw["partitions"]) == ["gpu"]
+    raw["partitions"]["gpu"]["default"] = False
+    assert problems_of_rule(raw, "default-partition") == []
+
+
+def test_two_partitions_need_one_marked_default() -> None:
+    raw = raw_config("prod")
+    del raw["partitions"]["trainium"]
+    raw["partitions"]["gpu-h100"]["default"] = False
+    assert [(p.path, p.value, p.message) for p in problems_of_rule(raw, "default-partition")] == [
+        ("partitions", ["gpu-h100", "gpu-a100"], "no partition has default: true")]
+
+
+def test_efa_on_instance_types_without_it_is_reported_on_the_efa_flag() -> None:
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-a100"]["instanceTypes"] = ["g5.xlarge"]
+    assert [(p.path, p.value, p.message) for p in problems_of_rule(raw, "efa-supported")] == [
+        ("partitions.gpu-a100.efa", True, "g5.xlarge has no EFA interface")]

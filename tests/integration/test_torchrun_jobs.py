@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,10 +34,14 @@ ARGS = ["--steps", "160", "--checkpoint-every", "20", "--log-every", "1", "--see
 BACKEND = CliBackend()
 JOB_TIMEOUT_S = 240
 
+RANK_PREFIX = re.compile(r"^\[\d+\]: ")
+
 
 def events(text: str) -> list[dict]:
+    """The JSON events of the job log; the job script prefixes every worker line with its rank (`[0]: `)."""
     out = []
-    for line in text.splitlines():
+    for raw in text.splitlines():
+        line = RANK_PREFIX.sub("", raw, count=1)
         if line.startswith("{"):
             try:
                 out.append(json.loads(line))

@@ -3,52 +3,28 @@ ignored, preemption by stop file or signal checkpoints and says so, a killed wor
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import require_module
+from tests.jobs import runs
+from tests.jobs.runs import Run, complete_steps, once_at_step, stop_file, worker_pids
 
 require_module("torch", "pip install -e '.[jobs]': the training tests need it")
 
 pytestmark = pytest.mark.torch
 
-REPO = Path(__file__).resolve().parents[2]
-TRAIN = REPO / "jobs" / "train.py"
-# Tiny, but with dropout (RNG state must resume) and gradient accumulation.
-TINY = ["--d-model", "32", "--n-heads", "2", "--n-layers", "2", "--seq-len", "16", "--vocab-size", "64",
-        "--batch-size", "4", "--dropout", "0.1", "--grad-accum", "2", "--warmup-steps", "5",
-        "--log-every", "1", "--keep-checkpoints", "2"]  # fmt: skip
+
 # FSDP2 over gloo runs ~6x slower per step than DDP on CPU, so it gets a shorter run.
 MODES = {"ddp": ([], 40, 10), "fsdp": (["--fsdp"], 12, 4)}  # extra flags, steps, checkpoint interval
-
-
-@dataclass
-class Run:
-    rc: int
-    events: list[dict[str, object]]
-    stderr: str
-    starts: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.starts = sum(e.get("event") == "start" for e in self.events)
-
-    def last(self, name: str) -> dict[str, object]:
-        matches = [e for e in self.events if e.get("event") == name]
-        assert matches, f"no {name!r} event; rc={self.rc}\nevents: {self.events[-5:]}\nstderr: {self.stderr[-3000:]}"
-        return matches[-1]
 
 
 def torchrun(
@@ -56,74 +32,11 @@ def torchrun(
     mode: str = "ddp",
     on_event: Callable[[dict[str, object], subprocess.Popen[str]], None] | None = None,
     launcher_args: tuple[str, ...] = (),
-    timeout: float = 60,
 ) -> Run:
-    """Run train.py on 2 local workers; `on_event(event, proc)` sees each JSON line as it is printed."""
+    """Two CPU workers over gloo in one of MODES."""
     extra, steps, every = MODES[mode]
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", *launcher_args,
-           str(TRAIN), *TINY, *extra, "--steps", str(steps), "--checkpoint-every", str(every),
-           "--checkpoint-dir", str(ckpt), "--stop-file", str(stop_file(ckpt))]  # fmt: skip
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-    # Own session, so a hung run is killed with its workers (torchrun does not take them down on SIGKILL).
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
-    )
-    kill_run = functools.partial(kill_session, proc.pid)
-    watchdog = threading.Timer(timeout, kill_run)
-    watchdog.start()
-    stderr: list[str] = []
-    reader = threading.Thread(target=lambda: stderr.extend(proc.stderr))  # type: ignore[arg-type]
-    reader.start()
-    events = []
-    try:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            if line.startswith("{"):
-                events.append(json.loads(line))
-                if on_event is not None:
-                    on_event(events[-1], proc)
-        rc = proc.wait()
-    finally:
-        watchdog.cancel()
-        kill_run()  # workers orphaned by a signalled torchrun, if any
-        reader.join()
-    return Run(rc, events, "".join(stderr))
-
-
-def kill_session(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def stop_file(ckpt: Path) -> Path:
-    return ckpt.parent / f"{ckpt.name}.stop"
-
-
-def worker_pids(agent_pid: int) -> dict[int, int]:
-    """{global rank: pid} of torchrun's worker processes (its children carrying RANK in their env)."""
-    children = Path(f"/proc/{agent_pid}/task/{agent_pid}/children").read_text().split()
-    ranks = {}
-    for pid in map(int, children):
-        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        rank = next((int(v[5:]) for v in env if v.startswith(b"RANK=")), None)
-        if rank is not None:
-            ranks[rank] = pid
-    return ranks
-
-
-def once_at_step(step: int, action: Callable[[subprocess.Popen[str]], None]):
-    """An on_event callback that runs `action` the first time a step >= `step` is logged."""
-    fired = []
-
-    def on_event(event: dict[str, object], proc: subprocess.Popen[str]) -> None:
-        if not fired and "loss" in event and int(event["step"]) >= step:  # type: ignore[call-overload]
-            fired.append(event["step"])
-            action(proc)
-
-    return on_event
-
-
-def complete_steps(ckpt: Path) -> list[int]:
-    return sorted(int(p.name[5:]) for p in ckpt.glob("step-*") if (p / ".metadata").is_file())
+    flags = [*extra, "--steps", str(steps), "--checkpoint-every", str(every)]
+    return runs.torchrun(ckpt, flags, on_event=on_event, launcher_args=launcher_args)
 
 
 @cache
@@ -235,9 +148,22 @@ def test_signal_to_torchrun_is_forwarded_and_checkpointed(
 def test_killed_worker_is_restarted_and_resumes(tmp_path: Path, reference: Callable[[str], tuple[str, Path]]) -> None:
     ckpt = tmp_path / "ckpt"
     _, _, every = MODES["ddp"]
-    kill = once_at_step(every + 3, lambda p: os.kill(worker_pids(p.pid)[1], signal.SIGKILL))
+    # Periodic checkpoints are written in the background: kill once the first one is complete on disk.
+    kill = once_at_step(every + 3, lambda p: os.kill(worker_pids(p.pid)[1], signal.SIGKILL),
+                        ready=lambda: every in complete_steps(ckpt))  # fmt: skip
     run = torchrun(ckpt, on_event=kill, launcher_args=("--max-restarts=1",))
     assert run.rc == 0, run.stderr[-3000:]
     assert run.starts == 2
     assert int(run.last("resumed")["step"]) >= every  # type: ignore[call-overload]
     assert run.last("done")["params_sha256"] == reference("ddp")[0]
+
+
+def test_a_stop_request_is_taken_at_the_next_stop_check(tmp_path: Path) -> None:
+    # --stop-check-every 4: the ranks agree only every 4th step (no collective in between), so a stop file
+    # seen after step 2 ends the run after step 4, with its checkpoint.
+    ckpt = tmp_path / "ckpt"
+    extra, steps, every = MODES["ddp"]
+    flags = [*extra, "--steps", str(steps), "--checkpoint-every", str(every), "--stop-check-every", "4"]
+    run = runs.torchrun(ckpt, flags, on_event=once_at_step(2, lambda _: stop_file(ckpt).touch()))
+    step = int(run.last("preempted")["step"])  # type: ignore[call-overload]
+    assert step % 4 == 0 and step in complete_steps(ckpt)

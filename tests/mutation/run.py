@@ -8,20 +8,29 @@ tree (build/mutation/<module>/): the tree others edit and test is never touched.
     python -m tests.mutation.run                          # every module (long: run it on demand, not in CI)
     python -m tests.mutation.run scripts/checks/order.py  # some modules
     python -m tests.mutation.run --report scripts/checks/order.py  # its last run, judged again
+    python -m tests.mutation.run --recheck scripts/checks/order.py # its last run's survivors, tested again
+
+`--recheck` runs only the survivors of the last run against the current tests (in a fresh scratch copy) and
+records the new outcomes in that run's session: after tests are added for survivors, minutes instead of a
+whole run. Mutants killed before stay killed as long as no test was removed; a whole run re-measures all.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import re
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 EQUIVALENT = HERE / "equivalent.txt"
 SCRATCH = REPO / "build" / "mutation"
 THRESHOLD = 0.90
+RECHECK_TIMEOUT_S = 120  # per mutant, for the pending ones a --recheck runs (a full run measures its own)
 
 # module -> the tests that should kill its mutants (fast, offline; the whole suite per mutant would take days).
 TESTS: dict[str, tuple[str, ...]] = {
@@ -64,6 +74,9 @@ class Mutant:
     operator: str
     outcome: str  # killed, survived, incompetent
     mutated: str  # the changed source line, for the report
+    # cosmic-ray's address of the mutant (which match of the operator) and its job: for --recheck only
+    occurrence: int = field(default=0, compare=False)
+    job_id: str = field(default="", compare=False)
 
     @property
     def key(self) -> str:
@@ -116,7 +129,7 @@ def mutants(dump: str) -> list[Mutant]:
                  if d.startswith("+") and not d.startswith("+++")]
         found.append(Mutant(spec["module_path"], spec["start_pos"][0], spec["start_pos"][1],
                             spec["operator_name"].removeprefix("core/"), result.get("test_outcome") or "incompetent",
-                            added[0] if added else ""))
+                            added[0] if added else "", spec["occurrence"], item["job_id"]))
     return sorted(found, key=lambda m: (m.line, m.col, m.operator))
 
 
@@ -131,23 +144,64 @@ def last_run(module: str) -> list[Mutant]:
     return mutants(cosmic_ray("cosmic-ray", "dump", "session.sqlite", cwd=scratch(module)))
 
 
+def _test_command(module: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *TESTS[module]]
+
+
+def recheck(module: str) -> list[Mutant]:
+    """The last run finished (mutants it had not reached yet, if it was cut short) and its survivors tested
+    again, against the current tests (see the module docstring)."""
+    work = scratch(module)
+    last_run(module)  # there is one
+    kept = work.parent / f"{work.name}.session.sqlite"
+    shutil.copy2(work / "session.sqlite", kept)  # copy_tree empties the scratch directory
+    copy_tree(work)
+    shutil.move(kept, work / "session.sqlite")
+    write_config(module, work, timeout=RECHECK_TIMEOUT_S)
+    cosmic_ray("cosmic-ray", "exec", "mutation.toml", "session.sqlite", cwd=work)  # the pending ones, if any
+    command = shlex.join(_test_command(module))
+    for survivor in [m for m in last_run(module) if m.outcome == "survived"]:
+        out = cosmic_ray("cosmic-ray", "mutate-and-test", module, f"core/{survivor.operator}",
+                         str(survivor.occurrence), command, cwd=work)
+        outcome = json.loads(out)["test_outcome"].upper()  # the session stores the enum's name
+        with sqlite3.connect(work / "session.sqlite") as db:
+            db.execute("UPDATE work_results SET test_outcome = ? WHERE job_id = ?", (outcome, survivor.job_id))
+    return last_run(module)
+
+
+@contextlib.contextmanager
+def exclusive(module: str) -> Iterator[None]:
+    """One run per module at a time: a second one would rewrite the scratch copy under the first."""
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    with open(SCRATCH / f"{scratch(module).name}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SystemExit(f"{module}: another mutation run of it is in progress; wait for it") from None
+        yield
+
+
+def write_config(module: str, work: Path, timeout: float) -> Path:
+    config = work / "mutation.toml"
+    excluded = ", ".join(json.dumps(e) for e in EXCLUDED_OPERATORS)
+    config.write_text(
+        f'[cosmic-ray]\nmodule-path = "{module}"\ntimeout = {timeout:.0f}\nexcluded-modules = []\n'
+        f"test-command = {json.dumps(shlex.join(_test_command(module)))}\n"
+        f'[cosmic-ray.distributor]\nname = "local"\n'
+        f"[cosmic-ray.filters.operators-filter]\nexclude-operators = [{excluded}]\n")
+    return config
+
+
 def mutate(module: str) -> list[Mutant]:
     work = scratch(module)
     copy_tree(work)
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *TESTS[module]]
+    command = _test_command(module)
     start = time.monotonic()
     baseline = subprocess.run(command, cwd=work, capture_output=True, text=True)
     if baseline.returncode != 0:
         raise SystemExit(f"{module}: its tests fail before any mutation:\n{baseline.stdout[-3000:]}")
     # Generous: a mutant that loops forever counts as killed once it runs past this.
-    timeout = max(30.0, 5 * (time.monotonic() - start))
-    config = work / "mutation.toml"
-    excluded = ", ".join(json.dumps(e) for e in EXCLUDED_OPERATORS)
-    config.write_text(
-        f'[cosmic-ray]\nmodule-path = "{module}"\ntimeout = {timeout:.0f}\nexcluded-modules = []\n'
-        f"test-command = {json.dumps(shlex.join(command))}\n"
-        f'[cosmic-ray.distributor]\nname = "local"\n'
-        f"[cosmic-ray.filters.operators-filter]\nexclude-operators = [{excluded}]\n")
+    config = write_config(module, work, timeout=max(30.0, 5 * (time.monotonic() - start)))
     cosmic_ray("cosmic-ray", "init", config.name, "session.sqlite", cwd=work)
     cosmic_ray("cr-filter-operators", "session.sqlite", config.name, cwd=work)
     cosmic_ray("cosmic-ray", "exec", config.name, "session.sqlite", cwd=work)
@@ -178,14 +232,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", default=list(TESTS), help="default: every module in the table")
     parser.add_argument("--report", action="store_true", help="judge the last run again, mutating nothing")
+    parser.add_argument("--recheck", action="store_true", help="test the last run's survivors again")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in TESTS]
     if unknown:
         parser.error(f"not in the table: {', '.join(unknown)} (known: {', '.join(TESTS)})")
     os.environ.setdefault("SLURM_EKS_SHARED", str(REPO.parent / "shared"))  # the copy sits elsewhere
     equivalents = read_equivalents()
-    run = last_run if args.report else mutate
-    failed = [m for m in args.modules if not report(m, run(m), equivalents)]
+    run = last_run if args.report else recheck if args.recheck else mutate
+    failed = []
+    for module in args.modules:
+        with contextlib.nullcontext() if args.report else exclusive(module):
+            if not report(module, run(module), equivalents):
+                failed.append(module)
     if failed:
         print(f"under {THRESHOLD:.0%} killed: {', '.join(failed)}")
     return 1 if failed else 0

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -10,9 +14,24 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from components.stackfile import load_stack
-from jobs.render import RenderError, local_target, render_job, target_for_partition
+from jobs.render import (
+    SLURM_KILL_WAIT_S,
+    TORCHRUN_SHUTDOWN_TIMEOUT_S,
+    RenderError,
+    SignalLead,
+    checkpoint_signal_lead,
+    container_image,
+    enroot_uri,
+    local_target,
+    precompile_key,
+    render_image_pull,
+    render_job,
+    slurm_time_seconds,
+    target_for_partition,
+)
 from scripts.cli.main import app
 from tests.conftest import require_tool
+from tests.render.standins import exported
 
 IMAGE = "registry.example.com/train:1.0"
 ENTRY = ["jobs/train.py", "--steps", "1000"]
@@ -44,7 +63,8 @@ def test_local_target_renders_shellcheck_clean(tmp_path: Path) -> None:
     script = render_job(local_target(tmp_path, cpus=2, gpus=2), ENTRY)
     shellcheck(script, tmp_path)
     assert "#SBATCH --partition=cpu" in script and "#SBATCH --gpus-per-node=2" in script
-    assert "--container-image" not in script and "FI_PROVIDER" not in script and "NCCL_" not in script
+    assert "--container-image" not in script and "NCCL_" not in script and "import_image '" not in script
+    assert not [name for name in exported(script) if name.startswith("FI_")]
     assert "--nproc-per-node=2" in script and f"--output={tmp_path}/logs/%x-%j.out" in script
 
 
@@ -55,7 +75,6 @@ def test_h100_script_has_gpus_efa_and_the_requeue_trap() -> None:
                  "#SBATCH --exclusive", "#SBATCH --time=2-00:00:00", "#SBATCH --requeue",
                  "#SBATCH --signal=B:USR2@300", "#SBATCH --open-mode=append",
                  "#SBATCH --output=/shared/logs/%x-%j.out", "set -euo pipefail",
-                 "export FI_PROVIDER=efa", "export FI_EFA_USE_DEVICE_RDMA=1", "export FI_EFA_FORK_SAFE=1",
                  'export NCCL_SOCKET_IFNAME="^docker,lo,veth"', "trap on_usr2 USR2",
                  'scontrol requeue "${SLURM_JOB_ID}"', "--nproc-per-node=8", "--rdzv-backend=c10d"):
         assert line in script, line
@@ -64,19 +83,32 @@ def test_h100_script_has_gpus_efa_and_the_requeue_trap() -> None:
     assert "SLURM_RESTART_COUNT" in script and "MAX_REQUEUES" in script
 
 
-def test_a100_rdma_and_g5_without() -> None:
-    assert "FI_EFA_USE_DEVICE_RDMA=1" in _render("prod", "gpu-a100")
+def libfabric(script: str) -> dict[str, str]:
+    return {name: value for name, value in exported(script).items() if name.startswith("FI_")}
+
+
+@pytest.mark.parametrize("partition", ["gpu-h100", "gpu-a100"])
+def test_gpu_efa_settings_are_the_cheatsheets_for_current_libfabric(partition: str) -> None:
+    # efa-cheatsheet.md preset 3.1 (libfabric >= 1.18, aws-ofi-nccl >= 1.7): FI_PROVIDER=efa,
+    # FI_EFA_USE_DEVICE_RDMA=1 and FI_EFA_FORK_SAFE=1 are defaults or no-ops there.
+    assert libfabric(_render("prod", partition)) == {"FI_EFA_USE_HUGE_PAGE": "0"}
+
+
+def test_no_efa_settings_without_efa() -> None:
     dev = _render("dev", "gpu")
-    assert "#SBATCH --gpus-per-node=4" in dev and "FI_PROVIDER" not in dev and "NCCL_DEBUG" in dev
+    assert "#SBATCH --gpus-per-node=4" in dev and libfabric(dev) == {} and "NCCL_DEBUG" in dev
 
 
 def test_trainium_script_precompiles_then_runs_32_workers() -> None:
     script = _render("prod", "trainium", nodes=2)
     assert "--gpus-per-node" not in script
     assert "--nproc-per-node=32" in script and "neuron_parallel_compile torchrun" in script
-    assert 'NEURON_CC_FLAGS="${NEURON_CC_FLAGS:---model-type=transformer --distribution-strategy=llm-training}"' \
-        in script
-    assert "export FI_PROVIDER=efa" in script
+    env = exported(script)
+    assert env["NEURON_CC_FLAGS"] == \
+        '"${NEURON_CC_FLAGS:---model-type=transformer --distribution-strategy=llm-training --auto-cast=none}"'
+    assert env["SLURM_EKS_DEVICE"] == "xla" and "NEURON_RT_NUM_CORES" not in env
+    # The Neuron multi-node guide's EFA settings, less FI_EFA_FORK_SAFE (AL2 only).
+    assert libfabric(script) == {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}
 
 
 def test_render_errors_say_what_to_change() -> None:
@@ -110,7 +142,7 @@ def test_render_command_for_the_h100_partition(tmp_path: Path) -> None:
                              "--", "jobs/train.py"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     shellcheck(result.stdout, tmp_path)
-    for line in ("#SBATCH --gpus-per-node=8", "#SBATCH --nodes=4", "export FI_PROVIDER=efa", "trap on_usr2 USR2",
+    for line in ("#SBATCH --gpus-per-node=8", "#SBATCH --nodes=4", "export FI_EFA_USE_HUGE_PAGE=0", "trap on_usr2 USR2",
                  "#SBATCH --time=7-00:00:00"):
         assert line in result.stdout
 
@@ -154,3 +186,172 @@ def test_render_into_a_missing_directory_is_one_line(tmp_path: Path) -> None:
     result = _render_cli("-s", "prod", "-p", "gpu-h100", "-o", str(target), "--", "jobs/train.py")
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.output.strip() == f"error: cannot write {target}: No such file or directory"
+
+
+# --- partition limits -----------------------------------------------------------------------------------
+
+def test_nodes_above_the_partitions_max_nodes_are_refused() -> None:
+    config, _ = load_stack("prod")
+    target = target_for_partition(config, "prod", "trainium", image=IMAGE)
+    assert "#SBATCH --nodes=32" in render_job(target, ENTRY, nodes=32)
+    with pytest.raises(RenderError, match=r"^--nodes 33 is more than partition trainium can have "
+                       r"\(partitions\.trainium\.maxNodes = 32 in stack prod\); use --nodes 32 or fewer"):
+        render_job(target, ENTRY, nodes=33)
+
+
+def test_render_command_names_max_nodes() -> None:
+    result = _render_cli("-s", "prod", "-p", "gpu-h100", "--nodes", "9", "--", "jobs/train.py")
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "--nodes 9 is more than partition gpu-h100 can have (partitions.gpu-h100.maxNodes = 8" in result.output
+
+
+# --- the signal lead ------------------------------------------------------------------------------------
+
+def test_the_lead_fits_the_final_checkpoint_at_the_stacks_fsx_throughput() -> None:
+    config, _ = load_stack("prod")  # PERSISTENT_2, 4800 GiB at 250 MB/s/TiB: 1171.875 MB/s
+    target = target_for_partition(config, "prod", "gpu-h100", image=IMAGE)
+    assert target.checkpoint_write_mb_s == 250 * 4800 / 1024
+    lead = checkpoint_signal_lead(target, 1120)  # a 70B model with AdamW state, 16 bytes a parameter
+    assert lead.seconds == 300 + math.ceil(2 * 1120 * 1000 / (250 * 4800 / 1024)) == 2212
+    assert lead.formula == "300 s + 2 x 1120 GB / 1172 MB/s (FSx baseline) = 2212 s"
+    script = render_job(target, ENTRY, time="7-00:00:00", lead=lead)
+    assert "#SBATCH --signal=B:USR2@2212\n# Signal lead for the final checkpoint (--checkpoint-gb): 300 s" in script
+    assert checkpoint_signal_lead(target, 0.1).seconds == 301  # never below the default
+
+
+def test_scratch_file_systems_write_at_100_mb_s_per_tib() -> None:
+    config, _ = load_stack("dev")  # SCRATCH_2, 1200 GiB
+    assert target_for_partition(config, "dev", "gpu", image=IMAGE).checkpoint_write_mb_s == 100 * 1200 / 1024
+
+
+@pytest.mark.parametrize(("time", "seconds"), [("30", 1800), ("30:15", 1815), ("2:00:00", 7200), ("1-2", 93600),
+                                               ("1-02:30", 95400), ("7-00:00:00", 604800), ("UNLIMITED", None),
+                                               ("infinite", None), ("0", None)])
+def test_slurm_time_limits_in_seconds(time: str, seconds: int | None) -> None:
+    assert slurm_time_seconds(time) == seconds
+
+
+def test_a_lead_as_long_as_the_time_limit_is_refused() -> None:
+    config, _ = load_stack("prod")
+    target = target_for_partition(config, "prod", "gpu-h100", image=IMAGE)
+    with pytest.raises(RenderError, match=r"signal lead 2212 s \(300 s \+ 2 x 1120 GB .*\) is not shorter than "
+                       r"--time 30 \(1800 s\)"):
+        render_job(target, ENTRY, time="30", lead=checkpoint_signal_lead(target, 1120))
+    assert "USR2@1799" in render_job(target, ENTRY, time="30", lead=SignalLead(1799))
+    with pytest.raises(RenderError, match="outside sbatch's 0-65535 s"):
+        render_job(target, ENTRY, lead=SignalLead(65536))
+
+
+def test_checkpoint_sizes_that_give_no_lead_are_refused(tmp_path: Path) -> None:
+    config, _ = load_stack("prod")
+    with pytest.raises(RenderError, match=r"^--checkpoint-gb 0 is not a size"):
+        checkpoint_signal_lead(target_for_partition(config, "prod", "gpu-h100", image=IMAGE), 0)
+    with pytest.raises(RenderError, match=r"^--checkpoint-gb 10: the throughput of .* is unknown here; give "
+                       r"--signal-lead SECONDS instead"):
+        checkpoint_signal_lead(local_target(tmp_path, cpus=2, gpus=2), 10)
+
+
+def test_render_command_prints_the_lead_formula_and_refuses_two_leads() -> None:
+    result = CliRunner().invoke(app, ["job", "render", "-s", "prod", "-p", "gpu-h100", "--checkpoint-gb", "1120",
+                                      "--", "jobs/train.py"], env={"NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    assert "#SBATCH --signal=B:USR2@2212" in result.stdout
+    assert result.stderr.strip() == "signal lead: 300 s + 2 x 1120 GB / 1172 MB/s (FSx baseline) = 2212 s"
+    both = _render_cli("-s", "prod", "-p", "gpu-h100", "--checkpoint-gb", "10", "--signal-lead", "600", "--", "x.py")
+    assert both.exit_code == 2
+    assert "--signal-lead 600 and --checkpoint-gb 10 both set the lead; give one of them" in both.output
+    assert "USR2@600" in _render_cli("-s", "prod", "-p", "gpu-h100", "--signal-lead", "600", "--", "x.py").output
+
+
+# --- stopping: torchrun's grace period --------------------------------------------------------------------
+
+def test_torchrun_shutdown_fits_inside_slurms_kill_wait() -> None:
+    gpu = exported(_render("prod", "gpu-h100"))
+    timeout = int(gpu["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"].strip('"').split(":-")[1].rstrip("}"))
+    assert timeout == TORCHRUN_SHUTDOWN_TIMEOUT_S < SLURM_KILL_WAIT_S == 30
+    for stack, partition in _partitions():  # torch 2.9 in the default images rejects the flag
+        code = [line for line in _render(stack, partition).splitlines() if not line.lstrip().startswith("#")]
+        assert not [line for line in code if "--shutdown-timeout" in line]
+    # The Neuron image's torch 2.9 reads no shutdown timeout: none is set there.
+    assert "TORCH_ELASTIC_SHUTDOWN_TIMEOUT" not in exported(_render("prod", "trainium"))
+
+
+def test_torch_reads_the_shutdown_timeout_the_script_exports(monkeypatch: pytest.MonkeyPatch) -> None:
+    launcher = pytest.importorskip("torch.distributed.launcher.api")
+    monkeypatch.setenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(TORCHRUN_SHUTDOWN_TIMEOUT_S))
+    config = launcher.LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=1)
+    assert config.shutdown_timeout == TORCHRUN_SHUTDOWN_TIMEOUT_S
+
+
+# --- rank-labelled logs ----------------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+TORCHRUNS = [Path(sys.executable).parent / "torchrun", REPO / ".venv-xla" / "bin" / "torchrun"]
+
+
+@pytest.mark.parametrize("torchrun", TORCHRUNS, ids=["torch-2.13", "torch-xla-venv"])
+def test_every_worker_line_carries_its_global_rank(torchrun: Path, tmp_path: Path) -> None:
+    """The prefix template and --tee as the script passes them, through a real torchrun."""
+    if not torchrun.exists():
+        pytest.skip(f"{torchrun} is not installed")
+    script = _render("prod", "gpu-h100")
+    template = exported(script)["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"].strip("'")
+    assert "--max-restarts=2 --tee=3 \\\n" in script  # on the torchrun line
+    worker = tmp_path / "worker.py"
+    worker.write_text("import os\nprint('hello from', os.environ['RANK'], flush=True)\n")
+    env = {**os.environ, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": template, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node=2", "--tee=3", str(worker)],
+                            capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sorted(line for line in result.stdout.splitlines() if "hello" in line) == \
+        ["[0]: hello from 0", "[1]: hello from 1"]
+
+
+# --- image references --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("reference", "uri"), [
+    ("public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0", "docker://public.ecr.aws#neuron/pytorch-training-neuronx:2.9.0"),
+    ("123456789012.dkr.ecr.us-west-2.amazonaws.com/train:1", "docker://123456789012.dkr.ecr.us-west-2.amazonaws.com#train:1"),
+    ("registry:5000/team/train:1", "docker://registry:5000#team/train:1"),
+    ("localhost/train:1", "docker://localhost#train:1"),
+    ("MyRegistry/train:1", "docker://MyRegistry#train:1"),
+    ("nvidia/cuda:12.4.0-base", "docker://nvidia/cuda:12.4.0-base"),  # a Docker Hub namespace
+    ("ubuntu:24.04", "docker://ubuntu:24.04"),
+    ("docker://nvcr.io#nvidia/pytorch:25.06-py3", "docker://nvcr.io#nvidia/pytorch:25.06-py3"),
+    ("ghcr.io/org/img@sha256:abc", "docker://ghcr.io#org/img@sha256:abc"),
+])
+def test_docker_references_become_enroot_uris(reference: str, uri: str) -> None:
+    assert enroot_uri(reference) == uri
+
+
+def test_each_image_reference_has_its_own_file_and_container() -> None:
+    one = container_image("public.ecr.aws/neuron/train:2.9.0", "/shared")
+    assert one.file == "/shared/images/public.ecr.aws+neuron+train+2.9.0.sqsh"
+    assert one.name == "public.ecr.aws+neuron+train+2.9.0" and ":" not in one.name  # pyxis splits NAME:FLAGS
+    other = container_image("public.ecr.aws/neuron/train:2.9.1", "/shared")
+    assert other.file != one.file and other.name != one.name
+    path = container_image("/shared/mine.sqsh", "/shared")
+    assert (path.uri, path.file) == (None, "/shared/mine.sqsh")
+
+
+def test_the_script_imports_the_partition_image_and_starts_steps_from_the_file() -> None:
+    script = _render("prod", "gpu-h100")
+    image = container_image(IMAGE, "/shared")
+    assert f"import_image {shlex.quote(image.uri or '')} {image.file}\n" in script
+    assert f"srun --kill-on-bad-exit=1 --container-image={image.file} --container-name={image.name} " in script
+
+
+def test_the_precompile_key_follows_what_shapes_the_graphs() -> None:
+    config, _ = load_stack("prod")
+    target = target_for_partition(config, "prod", "trainium", image=IMAGE)
+    key = precompile_key(target, ENTRY)
+    assert key == precompile_key(target, list(ENTRY))
+    assert key != precompile_key(target, [*ENTRY, "--fsdp"])
+    assert key != precompile_key(dataclasses.replace(target, image="registry.example.com/train:1.1"), ENTRY)
+    assert key != precompile_key(dataclasses.replace(target, procs_per_node=64), ENTRY)
+    assert f'"{key}"' in render_job(target, ENTRY)
+
+
+def test_there_is_no_image_to_pull_for_the_host(tmp_path: Path) -> None:
+    with pytest.raises(RenderError, match=r"^partition cpu has no image to pull; pass --image IMAGE"):
+        render_image_pull(local_target(tmp_path, cpus=2, gpus=2))

@@ -1,100 +1,195 @@
-"""What a rendered job script does, run by bash with srun and scontrol stubbed: the requeue budget, stale
-outcome markers, and the container flags that keep /shared (and the checkpoints) inside the container."""
+"""What a rendered job script does, run by bash with stand-ins for srun, scontrol, torchrun,
+neuron_parallel_compile and enroot (tests/render/standins.py): the requeue budget, stale outcome markers,
+the image imported once into /shared, and the Neuron precompile that runs once per set of graphs."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from components.stackfile import load_stack
-from jobs.render import render_job, target_for_partition
+from jobs.render import JobTarget, container_image, render_image_pull, render_job, target_for_partition
+from tests.render.standins import JobSandbox, exported
 
 IMAGE = "registry.example.com/train:1.0"
-# srun stand-in: records its arguments, then plays the training run's outcome (a marker and an exit code).
-SRUN = """#!/bin/bash
-printf '%s\\n' "$@" > "$STUB_LOG/srun.args"
-case "$FAKE_OUTCOME" in
-  done) touch "$SLURM_EKS_CHECKPOINT_DIR/DONE" ;;
-  preempted) touch "$SLURM_EKS_CHECKPOINT_DIR/PREEMPTED" ;;
-esac
-exit "${FAKE_RC:-0}"
-"""
-SCONTROL = """#!/bin/bash
-if [[ "$1 $2" == "show hostnames" ]]; then echo node-0; exit 0; fi
-echo "$@" >> "$STUB_LOG/scontrol.calls"
-"""
+ENTRY = ["jobs/train.py", "--steps", "100", "--warmup-steps", "10"]
 
 
-@pytest.fixture(scope="module")
-def script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def prod(partition: str, image: str | None = IMAGE) -> JobTarget:
     config, _ = load_stack("prod")
-    text = render_job(target_for_partition(config, "prod", "gpu-h100", image=IMAGE), ["jobs/train.py"], nodes=2)
-    path = tmp_path_factory.mktemp("job") / "job.sbatch"
+    return target_for_partition(config, "prod", partition, image=image)
+
+
+def write(sandbox: JobSandbox, text: str, name: str = "job.sbatch") -> Path:
+    path = sandbox.root / name
     path.write_text(text)
     return path
 
 
-def run(script: Path, tmp_path: Path, outcome: str, restarts: int, rc: int = 0,
-        stale: str | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
-    stubs, ckpt = tmp_path / "bin", tmp_path / "ckpt"
-    stubs.mkdir()
-    ckpt.mkdir()
-    for name, body in (("srun", SRUN), ("scontrol", SCONTROL)):
-        (stubs / name).write_text(body)
-        (stubs / name).chmod(0o755)
-    if stale:
-        (ckpt / stale).touch()  # left by an earlier run of the same job name
-    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "STUB_LOG": str(tmp_path),
-           "SLURM_EKS_CHECKPOINT_DIR": str(ckpt), "SLURM_JOB_ID": "42", "SLURM_JOB_NAME": "train",
-           "SLURM_JOB_NODELIST": "node-[0-1]", "SLURM_NNODES": "2", "SLURM_RESTART_COUNT": str(restarts),
-           "FAKE_OUTCOME": outcome, "FAKE_RC": str(rc)}
-    result = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=60)
-    return result, tmp_path / "scontrol.calls"
+@pytest.fixture
+def h100(sandbox: JobSandbox) -> Path:
+    return write(sandbox, render_job(sandbox.target(prod("gpu-h100")), ["jobs/train.py"], nodes=2))
 
 
-@pytest.mark.parametrize("restarts", [0, 2])
-def test_a_preempted_run_requeues_while_the_budget_lasts(script: Path, tmp_path: Path, restarts: int) -> None:
-    result, calls = run(script, tmp_path, "preempted", restarts)
-    assert result.returncode == 0, result.stderr
-    assert calls.read_text() == "requeue 42\n"
-    assert f"requeueing (restart {restarts + 1} of 3)" in result.stdout
+def test_a_preempted_run_requeues_while_the_budget_lasts(sandbox: JobSandbox, h100: Path) -> None:
+    for restarts in (0, 2):
+        result = sandbox.run(h100, FAKE_OUTCOME="preempted", SLURM_RESTART_COUNT=str(restarts))
+        assert result.returncode == 0, result.stderr
+        assert f"requeueing (restart {restarts + 1} of 3)" in result.stdout
+    assert [c["argv"] for c in sandbox.calls("scontrol") if c["argv"][0] == "requeue"] == [["requeue", "42"]] * 2
 
 
-def test_the_fourth_preemption_does_not_requeue(script: Path, tmp_path: Path) -> None:
+def test_the_fourth_preemption_does_not_requeue(sandbox: JobSandbox, h100: Path) -> None:
     # MAX_REQUEUES=3: restarts 0, 1 and 2 requeue; the run after the third requeue stops for good.
-    result, calls = run(script, tmp_path, "preempted", restarts=3)
-    assert result.returncode == 1 and not calls.exists()
-    assert "3 requeues are used up" in result.stderr
+    result = sandbox.run(h100, FAKE_OUTCOME="preempted", SLURM_RESTART_COUNT="3")
+    assert result.returncode == 1 and "3 requeues are used up" in result.stderr
+    assert [c for c in sandbox.calls("scontrol") if c["argv"][0] == "requeue"] == []
 
 
 @pytest.mark.parametrize("stale", ["DONE", "PREEMPTED"])
-def test_a_stale_marker_from_an_earlier_run_is_not_believed(script: Path, tmp_path: Path, stale: str) -> None:
-    result, calls = run(script, tmp_path, "crash", restarts=0, rc=7, stale=stale)
-    assert result.returncode == 7 and not calls.exists()
-    assert "training failed (exit 7)" in result.stderr
+def test_a_stale_marker_from_an_earlier_run_is_not_believed(sandbox: JobSandbox, h100: Path, stale: str) -> None:
+    (sandbox.checkpoints / stale).touch()  # left by an earlier run of the same job name
+    result = sandbox.run(h100, FAKE_OUTCOME="crash", FAKE_RC="7")
+    assert result.returncode == 7 and "training failed (exit 7)" in result.stderr
+    assert [c for c in sandbox.calls("scontrol") if c["argv"][0] == "requeue"] == []
 
 
-def test_a_finished_run_exits_0_without_requeue(script: Path, tmp_path: Path) -> None:
-    result, calls = run(script, tmp_path, "done", restarts=1)
-    assert result.returncode == 0 and not calls.exists() and "training finished" in result.stdout
+def test_a_finished_run_exits_0_without_requeue(sandbox: JobSandbox, h100: Path) -> None:
+    result = sandbox.run(h100, SLURM_RESTART_COUNT="1")
+    assert result.returncode == 0 and "training finished" in result.stdout
+    assert [c for c in sandbox.calls("scontrol") if c["argv"][0] == "requeue"] == []
 
 
-def test_the_step_runs_in_the_image_with_shared_mounted_and_the_submit_directory_as_workdir(
-        script: Path, tmp_path: Path) -> None:
-    run(script, tmp_path, "done", restarts=0)
-    args = (tmp_path / "srun.args").read_text().splitlines()
-    assert args[:4] == ["--kill-on-bad-exit=1", f"--container-image={IMAGE}",
-                        "--container-mounts=/shared:/shared", f"--container-workdir={tmp_path}"]
-    assert "--nproc-per-node=8" in args and args[-1] == "jobs/train.py"
+def test_the_step_runs_from_the_imported_file_with_shared_mounted_and_the_submit_directory_as_workdir(
+        sandbox: JobSandbox, h100: Path) -> None:
+    assert sandbox.run(h100).returncode == 0
+    image = container_image(IMAGE, str(sandbox.shared))
+    (srun,) = sandbox.calls("srun")
+    assert srun["argv"][:5] == [
+        "--kill-on-bad-exit=1", f"--container-image={image.file}", f"--container-name={image.name}",
+        f"--container-mounts={sandbox.shared}:{sandbox.shared}", f"--container-workdir={sandbox.root}"]
+    assert image.file.endswith("/images/registry.example.com+train+1.0.sqsh")
+    (torchrun,) = sandbox.calls("torchrun")
+    assert "--nproc-per-node=8" in torchrun["argv"] and torchrun["argv"][-1] == "jobs/train.py"
 
 
-def test_efa_without_gpudirect_rdma_on_g5() -> None:
+# --- images: imported once ----------------------------------------------------------------------------
+
+def test_the_first_job_imports_the_image_and_later_jobs_use_the_file(sandbox: JobSandbox, h100: Path) -> None:
+    image = container_image(IMAGE, str(sandbox.shared))
+    first = sandbox.run(h100)
+    assert first.returncode == 0, first.stderr
+    assert [c["argv"] for c in sandbox.calls("enroot")] == [
+        ["import", "-o", f"{image.file}.partial", "docker://registry.example.com#train:1.0"]]
+    assert Path(image.file).read_text() == "squashfs of docker://registry.example.com#train:1.0"
+    assert "importing docker://registry.example.com#train:1.0" in first.stdout
+    second = sandbox.run(h100, SLURM_JOB_ID="43")
+    assert second.returncode == 0 and "importing" not in second.stdout
+    assert len(sandbox.calls("enroot")) == 1 and len(sandbox.calls("srun")) == 2
+
+
+def test_a_failed_import_leaves_no_file_and_starts_no_step(sandbox: JobSandbox, h100: Path) -> None:
+    image = container_image(IMAGE, str(sandbox.shared))
+    result = sandbox.run(h100, FAKE_ENROOT_FAIL="1")
+    assert result.returncode != 0 and "enroot import of docker://registry.example.com#train:1.0 failed" in result.stderr
+    assert not Path(image.file).exists() and not Path(f"{image.file}.partial").exists()
+    assert sandbox.calls("srun") == []
+    assert sandbox.run(h100).returncode == 0 and len(sandbox.calls("enroot")) == 2  # the next job tries again
+
+
+def test_a_partial_file_left_by_a_killed_import_is_replaced(sandbox: JobSandbox, h100: Path) -> None:
+    image = container_image(IMAGE, str(sandbox.shared))
+    Path(image.file).parent.mkdir(parents=True)
+    Path(f"{image.file}.partial").write_text("half")  # enroot import refuses an existing output file
+    assert sandbox.run(h100).returncode == 0
+    assert Path(image.file).read_text().startswith("squashfs of") and not Path(f"{image.file}.partial").exists()
+
+
+def test_concurrent_imports_take_turns_and_import_once(sandbox: JobSandbox) -> None:
+    pull = write(sandbox, render_image_pull(sandbox.target(prod("gpu-h100"))), "pull.sh")
+    env = sandbox.env(FAKE_ENROOT_SLEEP="1")
+    runs = [subprocess.Popen(["bash", str(pull)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(3)]
+    outputs = [run.communicate(timeout=60) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0, 0], outputs
+    assert len(sandbox.calls("enroot")) == 1  # the other two waited on the lock, then found the file
+
+
+def test_a_squashfs_image_is_used_as_it_is(sandbox: JobSandbox) -> None:
+    squashfs = sandbox.shared / "mine.sqsh"
+    script = write(sandbox, render_job(sandbox.target(prod("gpu-h100", image=str(squashfs))), ["jobs/train.py"]))
+    assert sandbox.run(script).returncode == 0
+    assert sandbox.calls("enroot") == []
+    assert f"--container-image={squashfs}" in sandbox.calls("srun")[0]["argv"]
+
+
+# --- Trainium: the user's flags, precompiled once per set of graphs ------------------------------------
+
+@pytest.fixture
+def trainium(sandbox: JobSandbox) -> Path:
+    return write(sandbox, render_job(sandbox.target(prod("trainium")), ENTRY, nodes=2))
+
+
+def steps(sandbox: JobSandbox) -> list[tuple[bool, list[str]]]:
+    """Each torchrun call: (under graph extraction?, its argv)."""
+    return [("NEURON_EXTRACT_GRAPHS_ONLY" in c["env"], c["argv"]) for c in sandbox.calls("torchrun")]
+
+
+def test_the_users_flags_reach_the_precompile_and_the_training_unchanged(sandbox: JobSandbox, trainium: Path) -> None:
+    result = sandbox.run(trainium)
+    assert result.returncode == 0, result.stderr
+    (compile_, training) = steps(sandbox)
+    assert compile_[0] and not training[0]
+    for _, argv in (compile_, training):
+        assert argv[-len(ENTRY):] == ENTRY and argv.count("--steps") == 1
+        assert "--nproc-per-node=32" in argv and "--tee=3" in argv
+    assert [c["argv"][0] for c in sandbox.calls("neuron_parallel_compile")] == ["torchrun"]
+    for call in sandbox.calls("torchrun"):
+        assert call["env"]["SLURM_EKS_DEVICE"] == "xla"
+        assert "NEURON_RT_NUM_CORES" not in call["env"]
+        assert "--auto-cast=none" in call["env"]["NEURON_CC_FLAGS"].split()
+    assert (sandbox.checkpoints / "DONE").exists()
+
+
+def test_a_second_run_with_the_same_graphs_skips_the_precompile(sandbox: JobSandbox, trainium: Path) -> None:
+    assert sandbox.run(trainium).returncode == 0
+    second = sandbox.run(trainium, SLURM_JOB_ID="43")
+    assert second.returncode == 0 and "graphs already compiled" in second.stdout
+    assert len(sandbox.calls("neuron_parallel_compile")) == 1
+    assert [extract for extract, _ in steps(sandbox)] == [True, False, False]
+
+
+@pytest.mark.parametrize("change", ["flags", "NEURON_CC_FLAGS", "nodes", "cache"])
+def test_new_graphs_are_precompiled_again(sandbox: JobSandbox, trainium: Path, change: str) -> None:
+    assert sandbox.run(trainium).returncode == 0
+    script, env = trainium, {}
+    if change == "flags":
+        script = write(sandbox, render_job(sandbox.target(prod("trainium")), [*ENTRY, "--seq-len", "2048"], nodes=2),
+                       "other.sbatch")
+    elif change == "NEURON_CC_FLAGS":
+        env = {"NEURON_CC_FLAGS": "--model-type=transformer --auto-cast=none -O1"}
+    elif change == "nodes":
+        env = {"SLURM_NNODES": "4"}
+    else:
+        env = {"NEURON_COMPILE_CACHE_URL": str(sandbox.shared / "other-cache")}
+    result = sandbox.run(script, SLURM_JOB_ID="43", **env)
+    assert result.returncode == 0 and "graphs already compiled" not in result.stdout
+    assert len(sandbox.calls("neuron_parallel_compile")) == 2
+
+
+def test_a_failed_precompile_still_trains_and_is_retried_next_time(sandbox: JobSandbox, trainium: Path) -> None:
+    result = sandbox.run(trainium, FAKE_COMPILE_RC="3")
+    assert result.returncode == 0 and "ahead-of-time compilation failed (exit 3)" in result.stderr
+    assert [extract for extract, _ in steps(sandbox)] == [False]  # training ran
+    assert sandbox.run(trainium).returncode == 0
+    assert len(sandbox.calls("neuron_parallel_compile")) == 2
+
+
+def test_g5_with_efa_gets_the_same_efa_settings() -> None:
     config, _ = load_stack("dev")
     partition = config.partitions["gpu"].model_copy(update={"instance_types": ["g5.48xlarge"], "efa": True})
     config = config.model_copy(update={"partitions": {"gpu": partition}})
     text = render_job(target_for_partition(config, "dev", "gpu", image=IMAGE), ["jobs/train.py"])
-    assert "export FI_PROVIDER=efa" in text and "FI_EFA_USE_DEVICE_RDMA" not in text
+    assert {k: v for k, v in exported(text).items() if k.startswith("FI_")} == {"FI_EFA_USE_HUGE_PAGE": "0"}

@@ -133,3 +133,13 @@ def test_operator_starts_after_cert_manager_and_before_any_slurm_object() -> Non
     terms = operator.inputs["values"]["operator"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "node.slurm-eks.io/role", "operator": "In", "values": ["system"]}]}]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_login_users_read_the_partitions_file_but_cannot_change_it(stack: str) -> None:
+    (login,) = objects(shipped_plan(stack), "LoginSet").values()
+    mounts = {m["name"]: m for m in login["spec"]["login"]["volumeMounts"]}
+    assert mounts["partitions"] == {"name": "partitions", "mountPath": "/etc/slurm-eks/partitions.json",
+                                    "subPath": "partitions.json", "readOnly": True}
+    volumes = {v["name"]: v for v in login["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["partitions"] == {"name": "partitions", "configMap": {"name": "slurm-eks-partitions"}}

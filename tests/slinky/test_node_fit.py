@@ -16,7 +16,7 @@ import pytest
 
 from components import catalog
 from components.config import ClusterConfig
-from components.slinky.specs import DAEMONSET_REQUESTS, nodeset_spec
+from components.slinky.specs import DAEMONSET_REQUESTS, nodeset_spec, slurmd_resources
 from scripts.checks.eviction import MIB, qos_class, quantity, slinky_pod
 from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config
@@ -147,3 +147,78 @@ def test_an_unsized_slurmd_lets_slurm_schedule_the_whole_host() -> None:
     p5 = catalog.lookup("p5.48xlarge")
     assert slurm_schedulable(bare, p5, 2048 * 1024) == (192, 2048 * 1024)
 
+
+
+# The figures the components' comments cite, in (millicores, MiB):
+AWS_NODE = (25, 0)  # aws-vpc-cni v1.23.0 values.yaml: aws-node 25m, no memory; its node agent nothing
+KUBE_PROXY = (100, 0)  # EKS's kube-proxy add-on: 100m
+CSI_NODE = (10 + 10 + 10, 40 + 32 + 32)  # EBS and FSx CSI charts: node 10m/40Mi, two sidecars 10m/32Mi each
+EFA_PLUGIN = (10, 20)  # aws-efa-k8s-device-plugin v0.5.20 values.yaml: 10m/20Mi
+HEADROOM = (0, 512)  # memory left for the DaemonSets that request none (device plugins, node-exporter)
+LOGFILE_SIDECAR = (100, 32)
+# Everything on a partition node besides slurmd: 295m and 772 MiB.
+OVERHEAD = catalog.Resources(
+    AWS_NODE[0] + KUBE_PROXY[0] + 2 * CSI_NODE[0] + EFA_PLUGIN[0] + HEADROOM[0] + LOGFILE_SIDECAR[0],
+    AWS_NODE[1] + KUBE_PROXY[1] + 2 * CSI_NODE[1] + EFA_PLUGIN[1] + HEADROOM[1] + LOGFILE_SIDECAR[1])
+
+
+def test_daemonset_budget_is_what_the_cited_charts_request() -> None:
+    cited = {"aws-node": catalog.Resources(*AWS_NODE), "kube-proxy": catalog.Resources(*KUBE_PROXY),
+             "ebs-csi-node": catalog.Resources(*CSI_NODE), "fsx-csi-node": catalog.Resources(*CSI_NODE),
+             "aws-efa-k8s-device-plugin": catalog.Resources(*EFA_PLUGIN)}
+    assert cited == DAEMONSET_REQUESTS
+    assert (OVERHEAD.cpu_millis, OVERHEAD.memory_mib) == (295, 772)
+
+
+def _slurmd_amounts(cpu: str, memory: str, devices: dict[str, str]) -> dict[str, dict[str, str]]:
+    amounts = {"cpu": cpu, "memory": memory, **devices}
+    return {"requests": amounts, "limits": dict(amounts)}
+
+
+def test_prod_slurmd_requests_worked_out_by_hand() -> None:
+    """Karpenter's allocatable less 295m/772 MiB, rounded down to whole cores (2 threads) and whole GiB."""
+    config = config_of(raw_config("prod"))
+    resources = {name: nodeset_spec(name, config)["slurmd"]["resources"] for name in config.partitions}
+    # p5.48xlarge: 191450m - 295m = 191155m, 95 whole cores = 190 CPUs; 1938410 - 772 = 1937638 MiB,
+    # 1892 GiB (1892 * 1024 = 1937408, 230 MiB left over).
+    assert (191450 - 295) // 2000 * 2 == 190 and (1938410 - 772) // 1024 == 1892
+    assert resources["gpu-h100"] == _slurmd_amounts("190", "1892Gi", {"nvidia.com/gpu": "8",
+                                                                     "vpc.amazonaws.com/efa": "32"})
+    # p4d/p4de.24xlarge: 95690m - 295m = 95395m, 47 cores = 94 CPUs; 1082712 - 772 = 1081940 MiB, 1056 GiB.
+    assert (95690 - 295) // 2000 * 2 == 94 and (1082712 - 772) // 1024 == 1056
+    assert resources["gpu-a100"] == _slurmd_amounts("94", "1056Gi", {"nvidia.com/gpu": "8",
+                                                                    "vpc.amazonaws.com/efa": "4"})
+    # trn1/trn1n.32xlarge: 127610m - 295m = 127315m, 63 cores = 126 CPUs; 481894 - 772 = 481122 MiB, 469 GiB.
+    assert (127610 - 295) // 2000 * 2 == 126 and (481894 - 772) // 1024 == 469
+    assert resources["trainium"] == _slurmd_amounts("126", "469Gi", {"aws.amazon.com/neuron": "16",
+                                                                    "vpc.amazonaws.com/efa": "8"})
+
+
+def test_dev_slurmd_on_a_g5_worked_out_by_hand() -> None:
+    config = config_of(raw_config("dev"))
+    (name,) = [n for n, p in config.partitions.items() if p.instance_types == ["g5.12xlarge"]]
+    # g5.12xlarge: 47810m - 295m = 47515m, 23 whole cores = 46 CPUs; 173400 - 772 = 172628 MiB, 168 GiB.
+    assert (47810 - 295) // 2000 * 2 == 46 and (173400 - 772) // 1024 == 168
+    limits = nodeset_spec(name, config)["slurmd"]["resources"]["limits"]
+    assert (limits["cpu"], limits["memory"]) == ("46", "168Gi")
+
+
+def test_logfile_sidecar_is_sized_as_cited() -> None:
+    config = config_of(raw_config("prod"))
+    want = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"cpu": "100m", "memory": "32Mi"}}
+    for name in config.partitions:
+        assert nodeset_spec(name, config)["logfile"]["resources"] == want, name
+    (controller,) = objects(shipped_plan("prod"), "Controller").values()
+    assert controller["spec"]["logfile"]["resources"] == want
+
+
+def test_slurmd_takes_every_whole_core_and_gib_the_node_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Karpenter's allocatable moves with kube-reserved settings; wherever it lands, slurmd gets what is left
+    after the overheads down to the last whole core and GiB, and never a millicore or MiB more."""
+    config = config_of(raw_config("prod"))
+    partition = config.partitions["gpu-h100"]
+    whole = catalog.Resources(95 * 2000, 1892 * 1024)
+    monkeypatch.setattr(catalog, "allocatable", lambda _: OVERHEAD + whole)
+    assert slurmd_resources(partition) == whole
+    monkeypatch.setattr(catalog, "allocatable", lambda _: OVERHEAD + whole - catalog.Resources(1, 1))
+    assert slurmd_resources(partition) == catalog.Resources(94 * 2000, 1891 * 1024)

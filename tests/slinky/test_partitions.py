@@ -10,6 +10,8 @@ import pytest
 from components import catalog
 from components.config import ClusterConfig, duration_seconds
 from components.scheduling import DEVICE_RESOURCES, EFA_RESOURCE
+from components.slinky.images import training_image
+from components.slinky.specs import partitions_document
 from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan
@@ -138,3 +140,37 @@ def test_each_nodeset_is_autoscaled_on_its_own_queue(stack: str) -> None:
     assert "/metrics/partitions" in [e["path"] for e in controller["spec"]["metrics"]["serviceMonitor"]["endpoints"]]
     prometheus = releases(plan)["prometheus"].inputs["values"]["prometheus"]["prometheusSpec"]
     assert prometheus["serviceMonitorSelectorNilUsesHelmValues"] is False
+
+
+def test_partitions_document_tells_the_job_tooling_each_prod_partition() -> None:
+    config = _config("prod")
+    document = partitions_document(config)
+    images = {name: training_image(p) for name, p in config.partitions.items()}
+    assert document == {
+        "gpu-h100": {"image": images["gpu-h100"], "accelerator": "nvidia", "acceleratorsPerNode": 8,
+                     "efaInterfaces": 32, "maxNodes": 8, "maxTime": "7-00:00:00", "default": True},
+        "gpu-a100": {"image": images["gpu-a100"], "accelerator": "nvidia", "acceleratorsPerNode": 8,
+                     "efaInterfaces": 4, "maxNodes": 16, "maxTime": "7-00:00:00", "default": False},
+        "trainium": {"image": images["trainium"], "accelerator": "neuron", "acceleratorsPerNode": 16,
+                     "efaInterfaces": 8, "maxNodes": 32, "maxTime": "7-00:00:00", "default": False},
+    }
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_nodesets_are_replaced_only_between_jobs(stack: str) -> None:
+    for name, ns in objects(shipped_plan(stack), "NodeSet").items():
+        assert ns["spec"]["updateStrategy"] == {"type": "OnDelete"}, name
+        assert ns["spec"]["workloadDisruptionProtection"] is True, name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_controller_state_persists_and_its_metrics_are_scraped(stack: str) -> None:
+    (controller,) = objects(shipped_plan(stack), "Controller").values()
+    spec = controller["spec"]
+    storage_class = spec["persistence"]["storageClassName"]
+    assert storage_class in objects(shipped_plan(stack), "StorageClass")
+    assert spec["persistence"] == {"enabled": True, "storageClassName": storage_class,
+                                   "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "16Gi"}}}
+    assert spec["metrics"] == {"enabled": True, "serviceMonitor": {"enabled": True, "interval": "30s", "endpoints": [
+        {"path": "/metrics/partitions"}, {"path": "/metrics/nodes"}, {"path": "/metrics/jobs"},
+        {"path": "/metrics/scheduler"}]}}
