@@ -163,10 +163,18 @@ def recheck(module: str) -> list[Mutant]:
     for survivor in [m for m in last_run(module) if m.outcome == "survived"]:
         out = cosmic_ray("cosmic-ray", "mutate-and-test", module, f"core/{survivor.operator}",
                          str(survivor.occurrence), command, cwd=work)
-        outcome = json.loads(out)["test_outcome"].upper()  # the session stores the enum's name
+        outcome = _recheck_outcome(json.loads(out))
         with sqlite3.connect(work / "session.sqlite") as db:
             db.execute("UPDATE work_results SET test_outcome = ? WHERE job_id = ?", (outcome, survivor.job_id))
     return last_run(module)
+
+
+def _recheck_outcome(result: dict[str, str | None]) -> str:
+    """The session's test_outcome (the enum's name) for a `mutate-and-test` result; a mutant whose tests ran
+    past the timeout counts as killed, as in a full run."""
+    if result.get("test_outcome"):
+        return str(result["test_outcome"]).upper()
+    return "KILLED" if result.get("worker_outcome") == "timeout" else "INCOMPETENT"
 
 
 @contextlib.contextmanager

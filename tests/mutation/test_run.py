@@ -58,3 +58,12 @@ def test_an_equivalent_needs_a_reason(tmp_path: Path) -> None:
 def test_the_table_names_real_modules_and_tests() -> None:
     assert [p for m, tests in TESTS.items() for p in (m, *tests) if not (REPO / p).is_file()] == []
     assert all(key.split(":")[0] in TESTS for key in read_equivalents(EQUIVALENT))
+
+
+def test_a_rechecked_mutant_is_recorded_as_the_session_records_it() -> None:
+    from tests.mutation.run import _recheck_outcome
+
+    assert _recheck_outcome({"worker_outcome": "normal", "test_outcome": "killed"}) == "KILLED"
+    assert _recheck_outcome({"worker_outcome": "normal", "test_outcome": "survived"}) == "SURVIVED"
+    assert _recheck_outcome({"worker_outcome": "timeout", "test_outcome": None}) == "KILLED"
+    assert _recheck_outcome({"worker_outcome": "exception", "test_outcome": None}) == "INCOMPETENT"
