@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -166,7 +167,91 @@ def test_if_exists_holds_for_a_missing_key_only() -> None:
     ({"NumericLessThan": {"aws:MultiFactorAuthAge": "3600"}}, {"aws:MultiFactorAuthAge": "10"}),
     # A multivalued key needs a set qualifier: without one AWS's answer is not what it looks like.
     ({"StringEquals": {"aws:TagKeys": "Name"}}, {"aws:TagKeys": ("Name",)}),
+    # Binary sorts before Bool: it must not be mistaken for it.
+    ({"BinaryEquals": {"aws:RequestTag/cert": "QmluYXJ5"}}, {"aws:RequestTag/cert": "QmluYXJ5"}),
+    # A misspelt set qualifier is no ForAnyValue.
+    ({"ForSomeValue:StringLike": {"aws:TagKeys": "Name"}}, {"aws:TagKeys": ("Name",)}),
 ])
 def test_what_it_does_not_model_is_an_error_not_a_guess(condition: dict[str, Any], context: dict[str, Value]) -> None:
     with pytest.raises(UnsupportedPolicy):
         decide([allow(condition)], context)
+
+
+def test_a_resource_pattern_needs_all_six_arn_segments() -> None:
+    queue = "arn:aws:sqs:us-west-2:123456789012:c1-karpenter"
+    # Five segments are no ARN: the trailing `*` must not swallow the account and the resource.
+    assert not arn_match("arn:aws:sqs:us-west-2:*", queue)
+    assert arn_match("arn:aws:sqs:us-west-2:*:*", queue)
+    # A six-part pattern against a five-part resource (no ARN) matches nothing, and neither the other way round.
+    assert not arn_match("arn:aws:ec2:*:*:instance/*", "arn:aws:ec2:us-west-2:instance/i-1")
+    assert not arn_match("arn:aws:ec2:*:instance/*", "arn:aws:ec2:us-west-2:123456789012:instance/i-1")
+    # An empty Resource (an unset variable) matches nothing: only `*` alone matches anything.
+    assert not arn_match("", PROFILE)
+
+
+def test_colons_inside_the_resource_segment_belong_to_it() -> None:
+    stream = "arn:aws:logs:us-west-2:123456789012:log-group:/aws/eks/c1/cluster:log-stream:kube-apiserver-1"
+    assert arn_match("arn:aws:logs:us-west-2:123456789012:log-group:/aws/eks/c1/cluster:*", stream)
+    assert arn_match("arn:aws:logs:*:*:log-group:/aws/eks/c1/cluster:log-stream:*", stream)
+    assert not arn_match("arn:aws:logs:*:*:log-group:/aws/eks/c2/cluster:*", stream)
+
+
+def test_only_star_and_question_mark_are_wildcards_in_string_like() -> None:
+    condition = {"StringLike": {"aws:RequestTag/Name": "c1 (gpu) nodes*"}}
+    assert allowed(condition, {"aws:RequestTag/Name": "c1 (gpu) nodes-1"})
+    assert not allowed(condition, {"aws:RequestTag/Name": "c1-x(gpu)-nodes-1"})
+    assert not allowed({"StringLike": {"aws:RequestTag/cost": "$100*"}}, {"aws:RequestTag/cost": "x100"})
+
+
+def test_null_explains_a_present_key_and_only_true_asks_for_absence() -> None:
+    allowed_, why = decide([allow({"Null": {"aws:RequestTag/x": "true"}})], {"aws:RequestTag/x": "1"})
+    assert (allowed_, why) == (False, "p/Under needs Null aws:RequestTag/x ['true']: "
+                                      "the request carries aws:RequestTag/x")
+    allowed_, why = decide([allow({"Null": {"aws:RequestTag/x": "false"}})], {})
+    assert (allowed_, why) == (False, "p/Under needs Null aws:RequestTag/x ['false']: "
+                                      "the request does not carry aws:RequestTag/x")
+    # Anything but "true" (in any case) asks for the key to be present.
+    assert allowed({"Null": {"aws:RequestTag/x": "yes"}}, {"aws:RequestTag/x": "1"})
+    assert not allowed({"Null": {"aws:RequestTag/x": "yes"}}, {})
+    assert allowed({"Null": {"aws:RequestTag/x": "TRUE"}}, {})
+
+
+def test_a_statement_without_sid_is_labelled_by_its_position() -> None:
+    unnamed = {"Effect": "Allow", "Action": "iam:CreateInstanceProfile", "Resource": "*"}
+    assert decide([unnamed]) == (True, "allowed by p/statement 1")
+    other = {"Effect": "Allow", "Action": "ec2:RunInstances", "Resource": "*"}
+    assert decide([other, unnamed]) == (True, "allowed by p/statement 2")
+    single = evaluate([("p", {"Version": "2012-10-17", "Statement": unnamed})],
+                      Request("iam:CreateInstanceProfile", PROFILE))
+    assert (single.allowed, single.why) == (True, "allowed by p/statement 1")
+
+
+def test_statements_for_other_actions_or_resources_do_not_stop_the_search() -> None:
+    ec2 = {"Sid": "Ec2", "Effect": "Allow", "Action": "ec2:RunInstances", "Resource": "*"}
+    roles = {"Sid": "Roles", "Effect": "Allow", "Action": "iam:*", "Resource": "arn:aws:iam::123456789012:role/*"}
+    assert decide([ec2, allow()]) == (True, "allowed by p/Under")
+    assert decide([roles, allow()]) == (True, "allowed by p/Under")
+    never = {"Sid": "Never", "Effect": "Deny", "Action": "iam:*", "Resource": "*"}
+    assert decide([ec2, roles, allow(), never]) == (False, "explicitly denied by p/Never")
+
+
+def test_a_deny_whose_condition_fails_is_no_near_miss() -> None:
+    deny = {"Sid": "Plain", "Effect": "Deny", "Action": "iam:*", "Resource": "*",
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
+    assert decide([deny], {"aws:SecureTransport": "true"}) == (False, "no statement allows the action")
+
+
+def test_effect_is_case_sensitive_like_iam() -> None:
+    shouting = {**allow(), "Sid": "Shouting", "Effect": "ALLOW"}
+    assert decide([shouting]) == (False, "no statement allows the action")
+    lower_deny = {"Sid": "Lower", "Effect": "deny", "Action": "iam:*", "Resource": "*"}
+    assert decide([allow(), lower_deny]) == (True, "allowed by p/Under")
+
+
+def test_requests_and_decisions_are_immutable() -> None:
+    request = Request("iam:CreateInstanceProfile", PROFILE)
+    decision = evaluate([("p", {"Statement": [allow()]})], request)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.action = "iam:DeleteInstanceProfile"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        decision.allowed = False  # type: ignore[misc]
