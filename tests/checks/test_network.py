@@ -227,3 +227,101 @@ def test_an_in_vpc_deployer_gets_443_on_the_cluster_group_and_passes(tmp_path: P
     (rule,) = [r for r in plan.of_type(INGRESS_RULE) if "deployer" in r.name]
     assert (rule.inputs["cidrIpv4"], rule.inputs["fromPort"]) == ("10.9.8.0/24", 443)
     assert network.check(plan, config_of(raw)) == []
+
+
+def _table(stack: str, node_name: str) -> list[tuple[str, str, str, tuple[int, int], bool]]:
+    t = network.topology(shipped_plan(stack))
+    return [(f.who.name, f.whom.name, f.protocol, f.ports, f.by_group_only) for f in network.flows(t, config(stack))
+            if node_name in (f.who.name, f.whom.name) and "FSx" not in f.who.name + f.whom.name]
+
+
+def test_flow_table_names_the_documented_ports_of_efa_partitions_and_webhooks() -> None:
+    h100, cp, system = "Karpenter nodes of gpu-h100", "the EKS control plane", "the system nodes"
+    assert [row for row in _table("prod", h100) if row[0] != system or row[1] == h100] == [
+        (h100, cp, "tcp", (443, 443), False), (cp, h100, "tcp", (10250, 10250), False),
+        (h100, system, "udp", (53, 53), False), (h100, system, "tcp", (53, 53), False),
+        (h100, h100, "-1", (0, 65535), True), (system, h100, "tcp", (6818, 6818), False),
+        (h100, system, "tcp", (6817, 6817), False), (h100, system, "tcp", (1024, 65535), False)]
+    assert [row for row in _table("prod", system) if row[0] == cp] == [
+        (cp, system, "tcp", (10250, 10250), False), (cp, system, "tcp", (10250, 10250), False),
+        (cp, system, "tcp", (9443, 9443), False), (cp, system, "tcp", (9443, 9443), False)]
+    whys = [f.why for f in network.flows(network.topology(shipped_plan("prod")), config("prod"))
+            if f.who.name == cp and f.whom.name == system]
+    assert whys[1:] == [f"the API server calls the {w} on the system nodes"
+                        for w in ("cert-manager webhook", "slurm-operator webhook", "KEDA admission webhook")]
+
+
+def test_flow_table_gives_a_partition_without_efa_all_tcp_between_its_nodes() -> None:
+    gpu = "Karpenter nodes of gpu"
+    assert [row for row in _table("dev", gpu) if row[0] == row[1] == gpu] == [(gpu, gpu, "tcp", (0, 65535), False)]
+
+
+def test_endpoints_and_flows_are_immutable() -> None:
+    import dataclasses
+    a = network.Endpoint("a", ("sg-a",))
+    flow = network.Flow(a, a, "tcp", (443, 443), "test")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.name = "b"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        flow.protocol = "udp"  # type: ignore[misc]
+
+
+def test_a_tcp_rule_does_not_admit_a_udp_flow() -> None:
+    t, a, b = _topology(Rule("ingress", "tcp", 53, 53, peer_group="sg-a"),
+                        Rule("egress", "-1", 0, 65535, cidr="0.0.0.0/0"))
+    found = network.evaluate(t, network.Flow(a, b, "udp", (53, 53), "DNS"))
+    assert found is not None and found.resource == "a -> b (udp 53)"
+
+
+def test_an_address_rule_admits_only_senders_inside_its_block() -> None:
+    groups = {"sg-b": SecurityGroup("sg-b", "b", "test", rules=[Rule("ingress", "tcp", 443, 443, cidr="10.1.0.0/16")])}
+    b = network.Endpoint("b", ("sg-b",))
+    t = network.Topology(groups, b, b, {}, None, None)
+    outside = network.Endpoint("deployer", cidrs=("10.2.0.0/24",), external=True)
+    inside = network.Endpoint("deployer", cidrs=("10.1.4.0/24",), external=True)
+    found = network.evaluate(t, network.Flow(outside, b, "tcp", (443, 443), "pulumi up"))
+    assert found == Finding(
+        "network", "deployer -> b (tcp 443)",
+        "pulumi up; no ingress rule of b's groups [b (sg-b)] admits it from deployer [10.2.0.0/24]",
+        "give both the same group, or add an ingress rule for deployer -> b (tcp 443)")
+    assert network.evaluate(t, network.Flow(inside, b, "tcp", (443, 443), "pulumi up")) is None
+
+
+def test_a_missing_ingress_rule_names_both_sides_groups() -> None:
+    t, _, b = _topology(Rule("egress", "-1", 0, 65535, cidr="0.0.0.0/0"))
+    unknown = network.Endpoint("c", ("sg-gone",))
+    found = network.evaluate(t, network.Flow(unknown, b, "tcp", (6818, 6818), "slurmctld reaches slurmd"))
+    assert found is not None and found.message == (
+        "slurmctld reaches slurmd; no ingress rule of b's groups [b (sg-b)] admits it from c [sg-gone]")
+
+
+def test_a_public_endpoint_without_cidrs_admits_every_public_deployer() -> None:
+    def open_to_all(plan: Plan) -> None:
+        (cluster,) = plan.of_type("eks:index:Cluster")
+        del cluster.inputs["publicAccessCidrs"]
+
+    plan = broken("prod", open_to_all)
+    assert list(network.deployer_findings(plan, network.topology(plan), config("prod"))) == []
+
+
+def _nodes_with(*groups: SecurityGroup, carried: tuple[str, ...]) -> network.Topology:
+    nodes = network.Endpoint("the system nodes", carried)
+    return network.Topology({g.id: g for g in groups}, nodes, nodes, {}, None, None)
+
+
+TAG = "kubernetes.io/cluster/ml-training-prod"
+
+
+@pytest.mark.parametrize(("carried", "fails"), [
+    (("sg-untagged",), False),  # the only group gets the rules
+    (("sg-untagged", "sg-other"), True),  # several, none tagged
+    (("sg-tagged", "sg-untagged"), False),  # the tagged one gets them
+    (("sg-tagged", "sg-unknown"), False),
+])
+def test_login_load_balancer_picks_the_tagged_group_else_the_only_one(carried: tuple[str, ...], fails: bool) -> None:
+    t = _nodes_with(SecurityGroup("sg-tagged", "cluster", "test", tags={TAG: "owned"}),
+                    SecurityGroup("sg-untagged", "nodes", "test"), SecurityGroup("sg-other", "extra", "test"),
+                    carried=carried)
+    found = list(network.login_load_balancer_findings(t, config("prod"), "ml-training-prod"))
+    label = "the login NLB -> the system nodes (tcp 22 via the NodePort)"
+    assert [f.resource for f in found] == ([label] if fails else [])
