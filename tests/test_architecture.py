@@ -151,11 +151,11 @@ def layering_violations(project: Project) -> list[str]:
             report(imp, "the manifest validator stands alone")
     for module in project.modules:
         if _under(module, "slurm"):
-            for target in project.reachable(module):
+            for target in sorted(project.reachable(module)):
                 if target.split(".")[0] in ("pulumi", "pulumi_aws", "pulumi_eks", "pulumi_kubernetes"):
                     found.append(f"{module} reaches {target}: the job client runs on the login pod without Pulumi")
     if "jobs.train" in project.modules:
-        for target in project.reachable("jobs.train"):
+        for target in sorted(project.reachable("jobs.train")):
             if not (_stdlib(target) or target.split(".")[0] == "torch" or _under(target, "jobs")
                     or (target.split(".")[0] == "torch_xla" and _xla_only(project, target))):
                 found.append(f"jobs.train reaches {target}: the entry point runs in any PyTorch image "
