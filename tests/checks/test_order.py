@@ -121,3 +121,15 @@ def test_only_pods_need_a_node() -> None:
     assert {"eks-coredns", "slurm-state-ebs-csi"} <= needing_nodes  # add-ons that are Deployments
     kinds = {r.inputs["kind"] for r in plan.resources if r.is_manifest and r.name in needing_nodes}
     assert kinds <= order.POD_KINDS and "NodeSet" in kinds and "ConfigMap" not in kinds
+
+
+def test_components_need_nothing_of_their_own() -> None:
+    """A component (pulumi-kubernetes' yaml/v2 ConfigGroup is one) creates nothing itself: only its custom
+    children are checked."""
+    plan = Plan("t", "p", [
+        _synthetic("eks", order.CLUSTER, inputs={"name": "c"}),
+        _synthetic("group", "kubernetes:yaml/v2:ConfigGroup", custom=False, inputs={"clusterName": "c"}),
+    ])
+    assert [n.resource.name for n in order.needs(plan)] == []
+    plan.resources[1].custom = True
+    assert [n.resource.name for n in order.needs(plan)] == ["group", "group"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _manifest(plan: Plan, kind: str, name: str) -> dict:
@@ -116,6 +119,25 @@ def test_reserved_partition_selects_its_reservations_without_a_placement_group(t
     pool = _manifest(plan, "NodePool", "gpu-h100")["spec"]
     assert {r["key"]: r["values"] for r in pool["template"]["spec"]["requirements"]}[
         "karpenter.sh/capacity-type"] == ["reserved"]
+
+
+def test_the_root_volume_is_the_one_docs_nodes_md_describes() -> None:
+    """docs/nodes.md states size, IOPS and throughput; a change to either side must change the other."""
+    size, iops, throughput = re.search(r"(\d+) GiB gp3 root volume at (\d+) IOPS and (\d+) MiB/s",
+                                       (REPO / "docs" / "nodes.md").read_text()).groups()
+    (root,) = _manifest(shipped_plan("prod"), "EC2NodeClass", "gpu-h100")["spec"]["blockDeviceMappings"]
+    assert (root["ebs"]["volumeSize"], root["ebs"]["iops"], root["ebs"]["throughput"]) == (
+        f"{size}Gi", int(iops), int(throughput))
+
+
+def test_a_spot_efa_partition_gets_a_cluster_placement_group(tmp_path: Path) -> None:
+    """Only reserved capacity skips the placement group (it comes with its own); spot and on-demand get one."""
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-h100"].update(capacityType="spot")
+    (tmp_path / "Pulumi.s.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
+    plan, _ = run_plan("s", tmp_path)
+    assert _manifest(plan, "EC2NodeClass", "gpu-h100")["spec"]["placementGroupSelector"] == {
+        "name": "ml-training-prod-gpu-h100"}
 
 
 def test_nodeclass_tags_every_instance_with_the_stack_tags() -> None:

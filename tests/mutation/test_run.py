@@ -67,3 +67,45 @@ def test_a_rechecked_mutant_is_recorded_as_the_session_records_it() -> None:
     assert _recheck_outcome({"worker_outcome": "normal", "test_outcome": "survived"}) == "SURVIVED"
     assert _recheck_outcome({"worker_outcome": "timeout", "test_outcome": None}) == "KILLED"
     assert _recheck_outcome({"worker_outcome": "exception", "test_outcome": None}) == "INCOMPETENT"
+
+
+def test_only_annotations_python_never_evaluates_are_excused() -> None:
+    from tests.mutation.run import in_annotation, unevaluated_annotations
+
+    source = ("from __future__ import annotations\nfrom dataclasses import dataclass\n\n"
+              "def f(a: int | None, *, b: str | None = None) -> int | None:\n    return a | 1\n\n"
+              "@dataclass\nclass D:\n    x: int | None\n")
+    spans = unevaluated_annotations(source)
+
+    def at(line: int, col: int) -> bool:
+        return in_annotation(Mutant("m.py", line, col, "ReplaceBinaryOperator_BitOr_Add", "survived", ""), spans)
+
+    assert at(4, 13) and at(4, 31) and at(4, 54) and at(9, 11)  # the `|` of parameters, return, dataclass field
+    assert not at(5, 11)  # `a | 1` runs
+    assert unevaluated_annotations(source.replace("from __future__ import annotations\n", "")) == []
+    assert unevaluated_annotations(source + "import typer\n") == []  # typer reads them to build the CLI
+    model = "from __future__ import annotations\nfrom pydantic import BaseModel\n\nclass M(BaseModel):\n    x: int\n"
+    assert unevaluated_annotations(model) == []  # pydantic evaluates a model's fields
+
+
+def test_a_surviving_annotation_mutant_counts_as_equivalent(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    module = tmp_path / "m.py"  # absolute: report() reads REPO / module, which is then this file
+    module.write_text("from __future__ import annotations\n\ndef f(v: int) -> int | None:\n    return v\n")
+    found = [Mutant(str(module), 3, 21, "ReplaceBinaryOperator_BitOr_Add", "survived", "int + None")]
+    assert report(str(module), found, {})
+    assert "[equivalent: annotation" in capsys.readouterr().out
+
+
+def test_deselected_tests_exist_and_leave_some_tests() -> None:
+    import subprocess
+    import sys
+
+    from tests.mutation.run import DESELECT, _test_command
+
+    for module, expression in DESELECT.items():
+        names = [n.strip() for n in expression.replace("not ", "").split(" and ")]
+        listed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *TESTS[module]],
+                                cwd=REPO, capture_output=True, text=True).stdout
+        assert all(name in listed for name in names), f"{module}: -k names a test that does not exist"
+        assert _test_command(module)[-2:] == ["-k", expression]
