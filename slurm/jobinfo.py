@@ -225,8 +225,6 @@ def from_sacct_records(records: list[Mapping[str, Any]]) -> JobInfo:
     user = _text(job.get("user"))
     nodes = _text(job.get("nodes"), "None assigned")
     work_dir = _text(job.get("working_directory"))
-    stdout = _text(job.get("stdout_expanded")) or _text(job.get("stdout"))
-    array = job.get("array") or {}
     return JobInfo(
         job_id=job_id,
         name=name,
@@ -241,19 +239,9 @@ def from_sacct_records(records: list[Mapping[str, Any]]) -> JobInfo:
         submit_time=timestamp(times.get("submission")),
         start_time=timestamp(times.get("start")),
         end_time=timestamp(times.get("end")),
-        # Only 23.02+ records the stdout path in accounting; 22.05 leaves it unknown.
-        stdout=expand_output_path(
-            stdout,
-            job_id=job_id,
-            name=name,
-            user=user,
-            nodes=nodes,
-            work_dir=work_dir,
-            array_job_id=number(array.get("job_id")),
-            array_task_id=number(array.get("task_id")),
-        )
-        if stdout
-        else None,
+        # sacct prints the stdout path from 24.05 on, next to its pattern, as Slurm expanded it: final, since
+        # expanding it again would undo its %% and \ escapes. 22.05 leaves it unknown.
+        stdout=_text(job.get("stdout_expanded")),
         work_dir=work_dir,
         source="sacct",
     )

@@ -10,6 +10,7 @@ against v0.0.44, the data_parser of Slurm 25.11.
 from __future__ import annotations
 
 import json
+from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from slurm.jobinfo import (
     JobInfo,
     exit_status,
     expand_output_path,
+    from_sacct_records,
     jobs_from_sacct,
     jobs_from_squeue,
     number,
@@ -35,6 +37,19 @@ def load(name: str) -> dict:
 
 def by_id(jobs: list[JobInfo]) -> dict[int, JobInfo]:
     return {job.job_id: job for job in jobs}
+
+
+def job_in(name: str, job_id: int, /, **fields: object) -> dict:
+    """The last record of job `job_id` in data file `name`, with `fields` replaced."""
+    record = [job for job in load(name)["jobs"] if job["job_id"] == job_id][-1]
+    return {**record, **fields}
+
+
+UNSET = {"set": False, "infinite": False, "number": 0}
+
+
+def set_to(number: int) -> dict:
+    return {"set": True, "infinite": False, "number": number}
 
 
 def test_squeue_22_05_states_exit_codes_and_restarts() -> None:
@@ -109,6 +124,9 @@ def test_sacct_25_11() -> None:
         ({"set": True, "infinite": False, "number": 7}, 7),
         ({"set": False, "infinite": False, "number": 0}, None),
         ({"set": True, "infinite": True, "number": 0}, None),
+        # Slurm's own parser (PARSER_ARRAY(UINT64_NO_VAL_STRUCT)) takes a field left out as false
+        ({"infinite": False, "number": 7}, None),
+        ({"set": True, "number": 7}, 7),
     ],
 )
 def test_number(value: object, expected: int | None) -> None:
@@ -171,3 +189,97 @@ def test_bad_documents_raise_a_clear_error(document: object) -> None:
         jobs_from_squeue(document)
     with pytest.raises(JobDataError):
         jobs_from_sacct(document)
+
+
+def test_a_job_info_is_an_immutable_value() -> None:
+    """slurm.client hands JobInfo out: a caller may keep or hash one, so nothing may change it."""
+    job = jobs_from_squeue(load("squeue_25.11.json"))[0]
+    with pytest.raises(FrozenInstanceError):
+        job.state = "COMPLETED"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("state", ["", 5])
+def test_an_empty_or_non_string_state_is_a_data_error(state: object) -> None:
+    with pytest.raises(JobDataError):
+        state_name(state)
+
+
+def test_a_pending_array_record_expands_percent_a_as_slurm_does() -> None:
+    """The tasks not started yet share one record with no task id; Slurm expands its %a to NO_VAL."""
+    pending = job_in(
+        "squeue_25.11.json",
+        106,
+        job_id=105,
+        job_state=["PENDING"],
+        nodes="",
+        array_task_id=UNSET,
+        array_task_string="2-3",
+        standard_output="/shared/logs/%x-%A_%a.out",
+    )
+    (job,) = jobs_from_squeue({"jobs": [pending]})
+    assert job.stdout == "/shared/logs/arr-105_4294967294.out"
+
+
+def test_a_relative_output_path_stays_relative_without_a_work_dir() -> None:
+    path = expand_output_path("logs/%x-%j.out", job_id=42, name="train", user="alice", nodes=None, work_dir=None)
+    assert path == "logs/train-42.out"
+
+
+def test_a_job_never_requeued_has_restart_count_zero() -> None:
+    assert by_id(jobs_from_squeue(load("squeue_25.11.json")))[101].restart_count == 0
+
+
+def test_sacct_records_submitted_in_the_same_second_keep_their_order() -> None:
+    """A job requeued within the second it was submitted: the record sacct lists last is the newest."""
+    requeued, resumed = (record for record in load("sacct_25.11.json")["jobs"] if record["job_id"] == 102)
+    same_second = {**requeued, "time": {**requeued["time"], "submission": resumed["time"]["submission"]}}
+    (job,) = jobs_from_sacct({"jobs": [same_second, resumed]})
+    assert (job.state, job.restart_count) == ("COMPLETED", 1)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"job_id": 7},
+        {"job_id": None, "state": {"current": ["COMPLETED"], "reason": "None"}},
+        {"job_id": "7.batch", "state": {"current": ["COMPLETED"], "reason": "None"}},
+    ],
+    ids=["no state", "null id", "step id"],
+)
+def test_a_sacct_record_without_a_usable_id_or_state_is_a_data_error(record: dict) -> None:
+    with pytest.raises(JobDataError, match="sacct job without a usable job_id/state"):
+        from_sacct_records([record])
+
+
+def test_only_a_failed_jobs_zero_exit_code_is_unknown() -> None:
+    """The 22.05 workaround is for FAILED alone: a job killed at its time limit ends TIMEOUT 0:0."""
+    success = {"status": ["SUCCESS"], "return_code": set_to(0), "signal": {"id": UNSET, "name": ""}}
+    timeout = job_in("sacct_25.11.json", 103, state={"current": ["TIMEOUT"], "reason": "None"}, exit_code=success)
+    (job,) = jobs_from_sacct({"jobs": [timeout]})
+    assert (job.state, job.exit_code, job.exit_signal) == ("TIMEOUT", 0, None)
+
+
+def test_sacct_a_job_failed_by_a_signal_has_no_return_code() -> None:
+    """PROCESS_EXIT_CODE leaves return_code unset for a signalled process."""
+    signaled = {"status": ["SIGNALED"], "return_code": UNSET, "signal": {"id": set_to(9), "name": "SIGKILL"}}
+    (job,) = jobs_from_sacct({"jobs": [job_in("sacct_25.11.json", 103, exit_code=signaled)]})
+    assert (job.state, job.exit_code, job.exit_signal) == ("FAILED", None, 9)
+
+
+def test_sacct_keeps_the_job_name() -> None:
+    jobs = by_id(jobs_from_sacct(load("sacct_25.11.json")))
+    assert (jobs[102].name, jobs[103].name) == ("train-llm-resume", "bad-config")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expanded"),
+    [
+        ("/shared/logs/%x-%%j.out", "/shared/logs/bad-config-%j.out"),  # %% is a literal %
+        ("/shared/logs/%x-%j.%s.out", "/shared/logs/bad-config-103.batch.out"),  # %s: the batch step
+    ],
+)
+def test_sacct_stdout_is_slurms_own_expansion(pattern: str, expanded: str) -> None:
+    """24.05+ sacct prints the -o pattern and Slurm's expansion of it; the expansion is final."""
+    record = job_in("sacct_25.11.json", 103, stdout=pattern, stdout_expanded=expanded)
+    (job,) = jobs_from_sacct({"jobs": [record]})
+    assert job.stdout == expanded
