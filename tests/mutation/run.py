@@ -48,7 +48,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "components/nodepools.py": ("tests/karpenter/test_nodepools.py",),
     "components/slinky/specs.py": ("tests/slinky/test_access.py", "tests/slinky/test_node_fit.py",
                                    "tests/slinky/test_partitions.py"),
-    "components/autoscaling.py": ("tests/karpenter/test_nodepools.py", "tests/checks/test_eviction.py"),
+    "components/autoscaling.py": ("tests/slinky/test_partitions.py", "tests/checks/test_eviction.py"),
     "scripts/checks/network.py": ("tests/checks/test_network.py",),
     "scripts/checks/order.py": ("tests/checks/test_order.py",),
     "scripts/checks/iam_policy.py": ("tests/checks/test_iam_policy.py",),

@@ -3,6 +3,7 @@ schedule; and the prod stack the issue's "Done when" describes."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan
 from tests.slinky.helpers import config_of, objects, plan_of, releases, resource, trainium_only, variant
 
+REPO = Path(__file__).resolve().parents[2]
 STACKS = ["dev", "prod"]
 
 
@@ -138,8 +140,19 @@ def test_each_nodeset_is_autoscaled_on_its_own_queue(stack: str) -> None:
     (controller,) = objects(plan, "Controller").values()
     assert controller["spec"]["metrics"]["enabled"] is True  # makes slurmctld serve the metrics
     assert "/metrics/partitions" in [e["path"] for e in controller["spec"]["metrics"]["serviceMonitor"]["endpoints"]]
-    prometheus = releases(plan)["prometheus"].inputs["values"]["prometheus"]["prometheusSpec"]
+    values = releases(plan)["prometheus"].inputs["values"]
+    # Without these Prometheus selects only its own release's monitors, never Slinky's: no metrics, no scaling.
+    prometheus = values["prometheus"]["prometheusSpec"]
     assert prometheus["serviceMonitorSelectorNilUsesHelmValues"] is False
+    assert prometheus["podMonitorSelectorNilUsesHelmValues"] is False
+    # Prometheus is there for KEDA only: no Grafana (its chart's default admin password) and no Alertmanager.
+    assert values["grafana"] == {"enabled": False} and values["alertmanager"] == {"enabled": False}
+
+
+def test_keda_polls_as_often_as_docs_operating_md_says() -> None:
+    (seconds,) = re.findall(r"Every (\d+) s KEDA sets each partition's", (REPO / "docs/operating.md").read_text())
+    assert {s["spec"]["pollingInterval"] for s in objects(shipped_plan("prod"), "ScaledObject").values()} == {
+        int(seconds)}
 
 
 def test_partitions_document_tells_the_job_tooling_each_prod_partition() -> None:
