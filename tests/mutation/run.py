@@ -52,7 +52,8 @@ TESTS: dict[str, tuple[str, ...]] = {
     "scripts/checks/network.py": ("tests/checks/test_network.py",),
     "scripts/checks/order.py": ("tests/checks/test_order.py",),
     "scripts/checks/iam_policy.py": ("tests/checks/test_iam_policy.py",),
-    "jobs/render.py": ("tests/render/test_render.py", "tests/render/test_script_behaviour.py"),
+    "jobs/render.py": ("tests/render/test_render.py", "tests/render/test_render_limits.py",
+                       "tests/render/test_script_behaviour.py"),
     "slurm/jobinfo.py": ("tests/slurm/test_jobinfo_normalise.py", "tests/slurm/test_client_backends.py"),
     "scripts/offline/diff.py": ("tests/cli/test_diff.py",),
 }

@@ -1,0 +1,78 @@
+"""Render's numbers and limits, each as the docs state it or as Slurm reads it: restarts, shutdown timeout,
+time limits, node counts, checkpoint sizes, process counts, job names and the script's layout."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from jobs.render import (
+    RenderError,
+    checkpoint_signal_lead,
+    local_target,
+    precompile_key,
+    render_job,
+    slurm_time_seconds,
+)
+from tests.render.test_render import ENTRY, _render
+
+DOCS = (Path(__file__).resolve().parents[2] / "docs" / "jobs.md").read_text()
+
+
+def _documented(pattern: str) -> str:
+    (value,) = set(re.findall(pattern, DOCS))
+    return value
+
+
+def test_torchrun_restarts_workers_as_often_as_docs_jobs_md_says() -> None:
+    restarts = _documented(r"`--max-restarts=(\d+)`")
+    assert f"--max-restarts={restarts} " in _render("prod", "gpu-h100")
+
+
+def test_torchrun_gets_the_shutdown_timeout_docs_jobs_md_states() -> None:
+    seconds = _documented(r"`TORCH_ELASTIC_SHUTDOWN_TIMEOUT=(\d+)`")
+    assert f'TORCH_ELASTIC_SHUTDOWN_TIMEOUT="${{TORCH_ELASTIC_SHUTDOWN_TIMEOUT:-{seconds}}}"' in _render(
+        "prod", "gpu-h100")
+
+
+@pytest.mark.parametrize(("limit", "seconds"), [
+    ("1-00:00:30", 86430), ("1-2", 93600), ("01:00:30", 3630), ("90", 5400), ("2:30", 150), ("0", None),
+])
+def test_slurm_time_limits_in_seconds(limit: str, seconds: int | None) -> None:
+    """sbatch(1) --time: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S."""
+    assert slurm_time_seconds(limit) == seconds
+
+
+def test_zero_nodes_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RenderError, match="--nodes must be at least 1, not 0"):
+        render_job(local_target(tmp_path, cpus=2, gpus=0), ENTRY, nodes=0)
+
+
+@pytest.mark.parametrize("size", [0, -5])
+def test_a_checkpoint_size_must_be_positive(size: float, tmp_path: Path) -> None:
+    with pytest.raises(RenderError, match="is not a size"):
+        checkpoint_signal_lead(local_target(tmp_path, cpus=2, gpus=0), size)
+
+
+def test_a_machine_without_gpus_runs_one_worker(tmp_path: Path) -> None:
+    assert local_target(tmp_path, cpus=2, gpus=0).procs_per_node == 1
+    assert "--nproc-per-node=1 " in render_job(local_target(tmp_path, cpus=2, gpus=0), ENTRY)
+
+
+def test_the_job_is_named_after_its_entry_point(tmp_path: Path) -> None:
+    target = local_target(tmp_path, cpus=2, gpus=0)
+    assert "#SBATCH --job-name=hf_finetune\n" in render_job(target, ["jobs/recipes/hf_finetune.py"])
+    assert "#SBATCH --job-name=mine\n" in render_job(target, ["jobs/recipes/hf_finetune.py"], job_name="mine")
+
+
+def test_the_precompile_key_is_64_bits_of_sha256(tmp_path: Path) -> None:
+    """16 hex digits: collisions between two different graph sets are out of reach (2^32 keys for even odds)."""
+    assert re.fullmatch(r"[0-9a-f]{16}", precompile_key(local_target(tmp_path, cpus=2, gpus=0), ENTRY))
+
+
+def test_template_blocks_leave_no_indentation_behind() -> None:
+    """Jinja's lstrip_blocks: an indented `{% if %}` line must not leave its spaces in the script."""
+    script = _render("prod", "gpu-h100")
+    assert [line for line in script.splitlines() if line and not line.strip()] == []
