@@ -127,7 +127,7 @@ def target_for_partition(
         + (f", {min(catalog.lookup(t).efa_interfaces for t in partition.instance_types)} EFA" if efa else ", no EFA"),
         template="neuron" if neuron else "nvidia",
         gpus_per_node=it.accelerators if it.accelerator == "nvidia" else 0,
-        procs_per_node=it.neuron_cores if neuron else it.accelerators,  # every catalog type has a GPU or a chip
+        procs_per_node=it.neuron_cores if neuron else max(it.accelerators, 1),
         cpus_per_node=it.vcpu,
         efa=efa,
         backend="nccl",

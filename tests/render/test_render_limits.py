@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from components.config import ClusterConfig
 from jobs.render import (
     RenderError,
     checkpoint_signal_lead,
@@ -15,7 +16,9 @@ from jobs.render import (
     precompile_key,
     render_job,
     slurm_time_seconds,
+    target_for_partition,
 )
+from tests.config.helpers import raw_config
 from tests.render.test_render import ENTRY, _render
 
 DOCS = (Path(__file__).resolve().parents[2] / "docs" / "jobs.md").read_text()
@@ -76,3 +79,11 @@ def test_template_blocks_leave_no_indentation_behind() -> None:
     """Jinja's lstrip_blocks: an indented `{% if %}` line must not leave its spaces in the script."""
     script = _render("prod", "gpu-h100")
     assert [line for line in script.splitlines() if line and not line.strip()] == []
+
+
+def test_a_one_gpu_partition_runs_one_worker_per_node(tmp_path: Path) -> None:
+    raw = raw_config("dev")
+    raw["partitions"]["gpu"]["instanceTypes"] = ["g5.xlarge"]
+    config = ClusterConfig.model_validate(raw)
+    target = target_for_partition(config, "dev", "gpu", image=None)
+    assert target.procs_per_node == 1 and "--nproc-per-node=1 " in render_job(target, ENTRY)
