@@ -9,7 +9,7 @@ STACK ?= dev
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: setup setup-extras system-packages xla-venv plan test lint golden bench crds mutate clean
+.PHONY: setup setup-extras system-packages xla-venv plan test lint golden bench bench-gpu crds mutate clean
 
 # Debian packages the tests use (shellcheck for rendered job scripts). The local Slurm daemons are
 # installed by `slurm-eks local up`, which the test suite runs itself.
@@ -50,8 +50,12 @@ xla-venv: $(XLA_VENV)/.installed
 lint: setup-extras
 	$(BIN)/ruff check .
 
+# Everything but the local Slurm tests on TEST_WORKERS processes (a test module stays on one, so its fixtures are
+# built once); the Slurm tests then alone: one local Slurm at a time.
+TEST_WORKERS ?= 2
 test: setup-extras system-packages xla-venv lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not slurm" -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -q -m slurm
 
 # Refresh tests/golden/ from the current program; review the diff before committing it.
 golden: setup
@@ -61,6 +65,11 @@ golden: setup
 bench: setup-extras
 	$(BIN)/python benchmarks/bench_manifests.py
 	$(BIN)/python benchmarks/bench_train.py
+
+# On a GPU machine: tokens/s and MFU of one node-local run of a preset (MODEL=llama3-1b by default).
+MODEL ?= llama3-1b
+bench-gpu: setup-extras
+	$(BIN)/python benchmarks/bench_gpu.py --model $(MODEL)
 
 # The upstream CRD schemas, from the commits pinned in tools/crds.json, SHA-256 checked, into build/crds
 # (which the tests then read instead of ../shared/crds). Standard library only: no venv needed.

@@ -37,10 +37,10 @@ import torch.distributed as dist
 from jobs.training.config import TrainConfig, parse_args
 from jobs.training.data import BatchLoader, SyntheticTokens
 from jobs.training.distributed import init_distributed
-from jobs.training.model import GPT
+from jobs.training.model import Transformer
 from jobs.training.optim import build_optimizer, build_scheduler
 from jobs.training.parallelize import parallelize
-from jobs.training.trainer import make_train_step
+from jobs.training.trainer import layout, make_train_step
 
 TRAIN = Path(__file__).resolve().parent.parent / "jobs" / "train.py"
 
@@ -80,15 +80,18 @@ def _median_step_seconds(step: Callable[[], object], device: torch.device, warmu
 def bench_step(cfg: TrainConfig, warmup: int, iters: int, repeats: int) -> dict[str, object]:
     env = init_distributed()
     try:
+        dims, mesh = layout(cfg, env)
         torch.manual_seed(cfg.seed)
-        model = parallelize(GPT(cfg.model), env, fsdp=cfg.fsdp, activation_checkpointing=False, compile_blocks=False)
-        optimizer = build_optimizer(model, cfg.lr, cfg.weight_decay, env.device)
+        par = parallelize(Transformer(cfg.model), env, dims, mesh, activation_checkpointing=False,
+                          compile_blocks=False, n_microbatches=cfg.grad_accum)  # fmt: skip
+        optimizer = build_optimizer(par.model, cfg.lr, cfg.weight_decay, env.device)
         scheduler = build_scheduler(optimizer, cfg.warmup_steps, cfg.steps, cfg.min_lr_ratio)
-        loader = BatchLoader(SyntheticTokens(cfg.model.vocab_size, cfg.seed), cfg.batch_size, cfg.model.seq_len, 0, 1)
-        entry_step = make_train_step(model, optimizer, scheduler, loader, cfg, env.device)
+        tokens = SyntheticTokens(cfg.model.shape.vocab_size, cfg.seed)
+        loader = BatchLoader(tokens, cfg.batch_size, cfg.model.seq_len, 0, 1)
+        entry_step = make_train_step(par, optimizer, scheduler, loader, cfg, env.device)
 
         torch.manual_seed(cfg.seed)
-        bare_model = GPT(cfg.model).to(env.device)
+        bare_model = Transformer(cfg.model).to(env.device)
         bare_opt = torch.optim.AdamW(bare_model.parameters(), lr=cfg.lr, fused=env.device.type == "cuda")
         inputs, targets = (t.to(env.device) for t in loader.next())
         cuda = env.device.type == "cuda"

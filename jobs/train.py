@@ -1,6 +1,7 @@
-"""Resumable GPT training under torchrun: `torchrun ... jobs/train.py [flags]` (`--help` lists them).
+"""Resumable Llama-style decoder training under torchrun: `torchrun ... jobs/train.py [flags]` (`--help` lists them).
 
-DDP by default, FSDP2 with `--fsdp`, torch-xla data parallelism on Trainium with `--device xla`
+DDP by default, FSDP2 with `--fsdp` (HSDP with `--dp-replicate`, tensor and pipeline parallelism with `--tp`
+and `--pp`: jobs/training/mesh.py), torch-xla data parallelism on Trainium with `--device xla`
 (jobs/training/xla.py); DCP checkpoints (XLA: `xm.save`) every `--checkpoint-every` steps into
 `<checkpoint-dir>/step-<n>/` (complete once DCP's `.metadata` exists; the latest `--keep-checkpoints` are
 kept); on start it resumes from the newest complete one, so an interrupted run ends bit-for-bit where an

@@ -14,7 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("components", "scripts", "slurm", "jobs", "policy")
-ENGINES = ("scripts.offline", "scripts.checks", "scripts.manifests", "scripts.preflight")
+ENGINES = ("scripts.offline", "scripts.checks", "scripts.manifests", "scripts.preflight", "scripts.data",
+           "scripts.advise")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-OFFLINE = ("validate", "check", "plan", "diff", "policy", "job render")
+OFFLINE = ("validate", "check", "plan", "diff", "policy", "job render", "job deepspeed-config", "advise")
 
 
 def bash_blocks(page: Path) -> list[list[str]]:
@@ -50,7 +50,8 @@ def commands() -> list[tuple[str, int, list[str]]]:
 def test_the_extraction_finds_the_documented_commands() -> None:
     everything = " | ".join(c for _, _, block in commands() for c in block)
     for expected in ("slurm-eks validate --stack prod", "slurm-eks check --stack prod", "slurm-eks diff",
-                     "slurm-eks plan --stack prod --out /tmp/before", "slurm-eks job render --stack prod"):
+                     "slurm-eks plan --stack prod --out /tmp/before", "slurm-eks job render --stack prod",
+                     "slurm-eks advise --stack prod"):
         assert expected in everything
 
 

@@ -2,9 +2,10 @@
 
 On CUDA and the CPU they are distributed checkpoints (DCP): every rank's shard files first and DCP's
 `.metadata` last (to a temp name, then renamed), so a directory without it was torn by a crash or kill
-and is ignored. One DCP state dict holds the model and optimizer (via get/set_state_dict, so DDP and
-FSDP2 shards both work), the scheduler, the step and data position, and each rank's RNG states under its
-own key `rng_rank<r>`. Periodic saves are asynchronous (`dcp.async_save`: the state is staged to host
+and is ignored. One DCP state dict holds the model and optimizer (via get/set_state_dict: each rank gives
+what it holds, DDP replica, FSDP2 or tensor-parallel shard or pipeline stage, under the whole model's
+names), the scheduler, the step and data position, and each rank's RNG states under its own key
+`rng_rank<r>`. Periodic saves are asynchronous (`dcp.async_save`: the state is staged to host
 memory, then written by a thread while training goes on); the next save, the last one and a preemption's
 wait for it. On XLA devices the XLA way (`xm.save` from the global master, see jobs/training/xla.py):
 `state.pt`, one `rng_rank<r>.pt` per rank (the CPU generator: the XLA one is seeded per step), and
@@ -24,12 +25,15 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch import nn
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from torch.optim.lr_scheduler import LRScheduler
 
 from jobs.training.distributed import DistEnv
 
 _STEP_DIR = re.compile(r"step-(\d+)")
+# Unflattened, "param_groups" is one list per rank naming that rank's parameters: under PP each stage's differs
+# but DCP keeps one copy of a key (torchtitan `torchtitan/components/optimizer.py` OptimizersContainer flattens).
+_STATE_DICT_OPTIONS = StateDictOptions(flatten_optimizer_state_dict=True)
 COMMIT_MARKER = ".metadata"  # DCP's own, written last
 XLA_COMMIT_MARKER = ".complete"  # ours, written by rank 0 once every rank's files are on disk
 
@@ -130,7 +134,7 @@ class DcpCheckpointer:
         self.pending: Future[object] | None = None
 
     def _state(self, progress: Progress) -> dict[str, object]:
-        model_sd, optim_sd = get_state_dict(self.state.model, self.state.optimizer)
+        model_sd, optim_sd = get_state_dict(self.state.model, self.state.optimizer, options=_STATE_DICT_OPTIONS)
         return {
             "model": model_sd,
             "optim": optim_sd,
@@ -172,7 +176,7 @@ class DcpCheckpointer:
             del state[key]
         dcp.load(state, checkpoint_id=path)
         set_state_dict(self.state.model, self.state.optimizer, model_state_dict=state["model"],
-                       optim_state_dict=state["optim"])  # fmt: skip
+                       optim_state_dict=state["optim"], options=_STATE_DICT_OPTIONS)  # fmt: skip
         self.state.scheduler.load_state_dict(state["scheduler"])
         if has_rng:
             rng = state[key]

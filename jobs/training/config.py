@@ -9,20 +9,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobs.training.mesh import fsdp_problem, model_problems
+from jobs.training.presets import PRESETS, ModelShape, ffn_hidden_dim
+
 STOP_FILE_ENV = "SLURM_EKS_STOP_FILE"
 CHECKPOINT_DIR_ENV = "SLURM_EKS_CHECKPOINT_DIR"  # set by the rendered sbatch scripts (jobs/templates)
 DEVICE_ENV = "SLURM_EKS_DEVICE"  # "xla" from the Neuron job script
 DEVICE_KINDS = ("auto", "cuda", "xla", "cpu")  # auto: CUDA when present, else the CPU
 
 
+# Shape flags without --model: their defaults (None: derived, see the flags' help). With --model, any of them
+# given is an error, so they default to None to tell "given" from "not given".
+CUSTOM_SHAPE_DEFAULTS: dict[str, int | bool | None] = {
+    "d_model": 128, "n_layers": 2, "n_heads": 4, "n_kv_heads": None, "ffn_dim": None, "vocab_size": 512,
+    "tie_embeddings": False,
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ModelConfig:
-    vocab_size: int
+    shape: ModelShape
     seq_len: int
-    d_model: int
-    n_layers: int
-    n_heads: int
     dropout: float
+    name: str = "custom"  # the preset's name, or "custom" for a shape from the flags
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,9 @@ class TrainConfig:
     data_dtype: str
     device: str
     fsdp: bool
+    tp: int
+    pp: int
+    dp_replicate: int
     activation_checkpointing: bool
     compile: bool
     checkpoint_dir: Path | None
@@ -73,26 +85,46 @@ def _fraction(text: str) -> float:
     return value
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except None: those flags say in their help what happens without them."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        return action.help if action.default is None else super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="train.py",
-        description="Resumable GPT training under torchrun (DDP or FSDP2, DCP checkpoints).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Resumable Llama-style decoder training under torchrun (DDP, FSDP2/HSDP, tensor and pipeline "
+        "parallelism; DCP checkpoints).",
+        formatter_class=_HelpFormatter,
     )
     p.add_argument("--config", type=Path, help="JSON object of flag values (keys as dest names, e.g. d_model)")
     run = p.add_argument_group("run")
     run.add_argument("--steps", type=_positive_int, default=100, help="optimizer steps in total")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--log-every", type=_positive_int, default=10)
-    model = p.add_argument_group("model (GPT decoder)")
-    model.add_argument("--vocab-size", type=_positive_int, default=512)
+    model = p.add_argument_group(
+        "model (Llama-style decoder)", "a preset (--model), or a custom shape from the shape flags, not both"
+    )
+    model.add_argument("--model", choices=list(PRESETS), help="preset shape (jobs/training/presets.py)")
+    d = CUSTOM_SHAPE_DEFAULTS
+    model.add_argument("--vocab-size", type=_positive_int, help=f"custom shape (default {d['vocab_size']})")
+    model.add_argument("--d-model", type=_positive_int, help=f"custom shape: width (default {d['d_model']})")
+    model.add_argument("--n-layers", type=_positive_int, help=f"custom shape (default {d['n_layers']})")
+    model.add_argument("--n-heads", type=_positive_int, help=f"custom shape: query heads (default {d['n_heads']})")
+    model.add_argument("--n-kv-heads", type=_positive_int, help="custom shape: key/value heads, dividing "
+                       "--n-heads (default --n-heads: no grouping)")  # fmt: skip
+    model.add_argument("--ffn-dim", type=_positive_int, help="custom shape: SwiGLU hidden width (default "
+                       "8/3 x --d-model rounded up to a multiple of 256)")  # fmt: skip
+    model.add_argument("--tie-embeddings", action="store_true", default=None,
+                       help="custom shape: the output projection shares the embedding's weight")  # fmt: skip
     model.add_argument("--seq-len", type=_positive_int, default=128)
-    model.add_argument("--d-model", type=_positive_int, default=128)
-    model.add_argument("--n-layers", type=_positive_int, default=2)
-    model.add_argument("--n-heads", type=_positive_int, default=4)
-    model.add_argument("--dropout", type=_fraction, default=0.0)
+    model.add_argument("--dropout", type=_fraction, default=0.0, help="on attention probabilities and on "
+                       "each residual branch (Llama trains without; the resume tests use it for RNG)")  # fmt: skip
     optim = p.add_argument_group("optimizer")
-    optim.add_argument("--batch-size", type=_positive_int, default=8, help="sequences per rank per micro-step")
+    optim.add_argument("--batch-size", type=_positive_int, default=8,
+                       help="sequences per data-parallel replica per micro-step")  # fmt: skip
     optim.add_argument("--grad-accum", type=_positive_int, default=1, help="micro-steps per optimizer step")
     optim.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
     optim.add_argument("--min-lr-ratio", type=float, default=0.1, help="final lr as a fraction of --lr")
@@ -109,7 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get(DEVICE_ENV) or "auto",
         help=f"xla: Trainium through torch-xla (default: ${DEVICE_ENV}, else auto)",
     )
-    par.add_argument("--fsdp", action="store_true", help="FSDP2 fully_shard instead of DDP")
+    par.add_argument("--fsdp", action="store_true", help="FSDP2 fully_shard over dp_shard instead of DDP (dp_shard = "
+                     "world size / (pp x dp-replicate x tp); needed by --tp, --pp and --dp-replicate)")  # fmt: skip
+    par.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel degree (with sequence "
+                     "parallelism), inside a node")  # fmt: skip
+    par.add_argument("--pp", type=_positive_int, default=1, help="pipeline stages (1F1B over --grad-accum "
+                     "micro-batches)")  # fmt: skip
+    par.add_argument("--dp-replicate", type=_positive_int, default=1, help="HSDP: replicas, each sharded over "
+                     "dp_shard ranks")  # fmt: skip
     par.add_argument("--activation-checkpointing", action="store_true")
     par.add_argument("--compile", action="store_true", help="torch.compile each transformer block")
     ckpt = p.add_argument_group("checkpoints and preemption")
@@ -172,8 +211,6 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
     if args.config is not None:
         parser.set_defaults(**_json_defaults(parser, args.config))
         args = parser.parse_args(argv)
-    if args.d_model % args.n_heads:
-        parser.error(f"--d-model {args.d_model} must be divisible by --n-heads {args.n_heads}")
     if not 0.0 <= args.min_lr_ratio <= 1.0:
         parser.error(f"--min-lr-ratio must be in [0, 1], got {args.min_lr_ratio}")
     if args.lr <= 0 or args.weight_decay < 0 or args.grad_clip < 0:
@@ -184,15 +221,37 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
         flag = "--fsdp" if args.fsdp else "--compile"
         parser.error(f"{flag} is for CUDA and the CPU; on --device xla data parallelism is xm's all-reduce and "
                      "XLA compiles each step's graph already: drop the flag")
+    if args.device == "xla" and max(args.tp, args.pp, args.dp_replicate) > 1:
+        parser.error("--tp, --pp and --dp-replicate are for CUDA and the CPU: on --device xla jobs/train.py is data "
+                     "parallel only (NxD Training has tensor and pipeline parallelism)")  # fmt: skip
     if args.data is not None and not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
-    model = ModelConfig(
-        vocab_size=args.vocab_size,
-        seq_len=args.seq_len,
-        d_model=args.d_model,
-        n_layers=args.n_layers,
-        n_heads=args.n_heads,
-        dropout=args.dropout,
-    )
-    fields = {k: v for k, v in vars(args).items() if k in TrainConfig.__dataclass_fields__}
+    model = ModelConfig(_model_shape(parser, args), args.seq_len, args.dropout, args.model or "custom")
+    if problem := fsdp_problem(tp=args.tp, pp=args.pp, dp_replicate=args.dp_replicate, fsdp=args.fsdp):
+        parser.error(problem)
+    if problems := model_problems(model.shape, args.seq_len, args.grad_accum, tp=args.tp, pp=args.pp):
+        parser.error(f"--tp {args.tp} --pp {args.pp}: {'; '.join(problems)}")
+    fields = {k: v for k, v in vars(args).items() if k in TrainConfig.__dataclass_fields__ and k != "model"}
     return TrainConfig(model=model, **fields)
+
+
+def _model_shape(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ModelShape:
+    given = {dest: getattr(args, dest) for dest in CUSTOM_SHAPE_DEFAULTS if getattr(args, dest) is not None}
+    if args.model is not None:
+        if given:
+            flag = "--" + next(iter(given)).replace("_", "-")
+            parser.error(f"{flag} conflicts with --model {args.model}: a preset fixes the shape")
+        return PRESETS[args.model]
+    v = {**CUSTOM_SHAPE_DEFAULTS, **given}
+    shape = ModelShape(
+        dim=v["d_model"],
+        n_layers=v["n_layers"],
+        n_heads=v["n_heads"],
+        n_kv_heads=v["n_kv_heads"] or v["n_heads"],
+        ffn_dim=v["ffn_dim"] or ffn_hidden_dim(v["d_model"], 256),
+        vocab_size=v["vocab_size"],
+        tie_embeddings=bool(v["tie_embeddings"]),
+    )
+    if problems := shape.problems():
+        parser.error(f"model shape (--d-model, --n-heads, --n-kv-heads): {'; '.join(problems)}")
+    return shape

@@ -70,6 +70,8 @@ def init_distributed(kind: str = "auto", timeout: timedelta = timedelta(minutes=
 def all_ranks_max(values: list[int], env: DistEnv) -> list[int]:
     """Element-wise max over ranks (so every rank takes the same decision at the same step). A CPU tensor:
     no wait for the accelerator's queue, so calling it does not stall the steps in flight."""
+    if not dist.is_initialized():  # one process and no group: jobs/recipes/hf_finetune.py run without torchrun
+        return values
     tensor = torch.tensor(values, dtype=torch.int64)
     dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=env.cpu_group)
     return tensor.tolist()

@@ -9,18 +9,19 @@ import sys
 import time
 
 import torch
+import torch.distributed as dist
 from torch import nn
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+from torch.distributed.checkpoint.state_dict import get_model_state_dict
+from torch.distributed.tensor import DTensor
 
-# Dense bf16 tensor-core peaks (no sparsity), matched against torch.cuda.get_device_name().
-_PEAK_BF16_FLOPS = {"A100": 312e12, "H100": 989e12, "H200": 989e12, "A10G": 125e12}
+from jobs.training.peaks import PEAK_BF16_FLOPS
 
 
 def peak_bf16_flops(device: torch.device) -> float | None:
     if device.type != "cuda":
         return None
     name = torch.cuda.get_device_name(device)
-    return next((peak for key, peak in _PEAK_BF16_FLOPS.items() if key in name), None)
+    return next((peak for key, peak in PEAK_BF16_FLOPS.items() if key in name), None)
 
 
 class JsonLog:
@@ -59,19 +60,38 @@ class Throughput:
         return out
 
 
-def params_sha256(model: nn.Module) -> str | None:
-    """SHA-256 over (name, full unsharded fp32 bytes) in name order; collective, the digest on rank 0."""
+def _sha256(tensor: torch.Tensor) -> str:
+    tensor = tensor.detach().cpu().contiguous()
+    return hashlib.sha256(ctypes.string_at(tensor.data_ptr(), tensor.numel() * tensor.element_size())).hexdigest()
+
+
+def params_sha256(model: nn.Module, group: dist.ProcessGroup | None = None, *, hashes: bool = True) -> str | None:
+    """SHA-256 over (name, SHA-256 of the full tensor's bytes) in name order, over the whole model's state dict
+    whatever the layout, so the same weights give the same digest under DDP, FSDP2, TP or PP. Collective over
+    every rank; the digest on rank 0. Sharded tensors are gathered one at a time (`full_tensor`, collective
+    over their mesh); ranks with `hashes` hash what they hold (one rank per pipeline stage is enough, its
+    data-parallel and tensor-parallel peers hold the same), and rank 0 merges their digests, gathered on
+    `group` (gloo: small CPU objects)."""
     if next(model.parameters()).device.type == "xla":  # replicated, unwrapped: rank 0's copy is the model
-        if torch.distributed.get_rank() != 0:
+        if dist.get_rank() != 0:
             return None
-        full = {name: tensor.cpu() for name, tensor in model.state_dict().items()}
+        digests = {name: _sha256(tensor) for name, tensor in model.state_dict().items()}
     else:
-        full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-    if not full:  # non-zero ranks receive nothing with cpu_offload
-        return None
-    digest = hashlib.sha256()
-    for name in sorted(full):
-        tensor = full[name].detach().cpu().contiguous()
-        digest.update(name.encode())
-        digest.update(ctypes.string_at(tensor.data_ptr(), tensor.numel() * tensor.element_size()))
-    return digest.hexdigest()
+        digests = {}
+        state = get_model_state_dict(model)  # the model's own names, without DDP's or compile's prefixes
+        for name in sorted(state):  # the same order on every rank of a stage: full_tensor is collective
+            value = state[name]
+            full = value.full_tensor() if isinstance(value, DTensor) else value
+            if hashes:
+                digests[name] = _sha256(full)
+        world, main = dist.get_world_size(group), dist.get_rank() == 0
+        gathered: list[dict[str, str]] | None = [{} for _ in range(world)] if main else None
+        dist.gather_object(digests, gathered, dst=0, group=group)
+        if gathered is None:
+            return None
+        digests = {name: digest for part in gathered for name, digest in part.items()}
+    combined = hashlib.sha256()
+    for name in sorted(digests):
+        combined.update(name.encode())
+        combined.update(bytes.fromhex(digests[name]))
+    return combined.hexdigest()

@@ -1,8 +1,17 @@
-"""GPT-style decoder: pre-norm transformer blocks with SDPA causal attention and learned positions."""
+"""Llama-style decoder: RMSNorm, rotary embeddings, grouped-query SDPA attention, SwiGLU, no biases.
+
+Names are those of Meta's Llama code (torchtitan's before it fused q/k/v): `tok_embeddings`, `layers`, `norm`,
+`output`; each layer `attention_norm`, `attention` (`wq`, `wk`, `wv`, `wo`), `ffn_norm`, `feed_forward`
+(`w1`, `w2`, `w3`). As in torchtitan's decoder (pytorch/torchtitan `torchtitan/models/common/decoder.py`),
+`layers` is a ModuleDict keyed "0".."n-1", so a pipeline stage deletes layers and keeps every name, and
+`tok_embeddings`, `norm` and `output` may be None. Rotary embeddings are plain RoPE (without the Llama 3.1
+frequency scaling torchtitan's presets use) on adjacent pairs, as torchtitan's `ComplexRoPE` rotates them,
+but from real cos/sin tables: no complex tensors, for torch-xla and DTensor.
+"""
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -10,94 +19,166 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from jobs.training.config import ModelConfig
+from jobs.training.presets import NORM_EPS, ROPE_THETA, ModelShape
 
 
-class CausalSelfAttention(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+def rope_tables(head_dim: int, seq_len: int, theta: float = ROPE_THETA) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of position x frequency, each [seq_len, head_dim / 2], in fp32."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    angles = torch.outer(torch.arange(seq_len, dtype=torch.float32), inv_freq)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate each adjacent pair (x[2i], x[2i+1]) of x [B, T, heads, head_dim] by position x frequency i;
+    in fp32 when x is bf16, as torchtitan does, then back to x's dtype."""
+    even, odd = x.float().unflatten(-1, (-1, 2)).unbind(-1)
+    cos, sin = cos[:, None, :], sin[:, None, :]  # broadcast over heads
+    rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
+    return rotated.flatten(-2).type_as(x)
+
+
+class Attention(nn.Module):
+    def __init__(self, shape: ModelShape, dropout: float) -> None:
         super().__init__()
-        self.n_heads = cfg.n_heads
-        self.dropout = cfg.dropout
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
-        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.head_dim = shape.head_dim
+        self.dropout = dropout
+        self.wq = nn.Linear(shape.dim, shape.n_heads * shape.head_dim, bias=False)
+        self.wk = nn.Linear(shape.dim, shape.n_kv_heads * shape.head_dim, bias=False)
+        self.wv = nn.Linear(shape.dim, shape.n_kv_heads * shape.head_dim, bias=False)
+        self.wo = nn.Linear(shape.n_heads * shape.head_dim, shape.dim, bias=False)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """x [B, T, dim]; cos and sin: the model's whole tables, cut to T here, where the sequence is whole
+        also under sequence parallelism (the residual stream outside attention may hold a piece of it)."""
+        b, t, _ = x.shape
+        cos, sin = cos[:t], sin[:t]
+        # Head counts from the tensors, not the shape, so a tensor-parallel shard (fewer heads) runs as is.
+        q = apply_rope(self.wq(x).view(b, t, -1, self.head_dim), cos, sin)
+        k = apply_rope(self.wk(x).view(b, t, -1, self.head_dim), cos, sin)
+        v = self.wv(x).view(b, t, -1, self.head_dim)
+        repeats = q.shape[2] // k.shape[2]
+        if repeats > 1:  # grouped-query: query head h reads kv head h // repeats
+            k, v = k.repeat_interleave(repeats, dim=2), v.repeat_interleave(repeats, dim=2)
+        y = F.scaled_dot_product_attention(
+            q.transpose(1, 2),
+            k.transpose(1, 2),
+            v.transpose(1, 2),
+            dropout_p=self.dropout if self.training else 0.0,
+            is_causal=True,
+        )
+        return self.wo(y.transpose(1, 2).reshape(b, t, -1))
+
+
+class FeedForward(nn.Module):
+    """SwiGLU: w2(silu(w1 x) * w3 x)."""
+
+    def __init__(self, dim: int, hidden: int) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
-        return self.proj(y.transpose(1, 2).reshape(b, t, d))
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
 
 
-class MLP(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+class TransformerBlock(nn.Module):
+    def __init__(self, shape: ModelShape, dropout: float) -> None:
         super().__init__()
-        self.fc = nn.Linear(cfg.d_model, 4 * cfg.d_model)
-        self.proj = nn.Linear(4 * cfg.d_model, cfg.d_model)
+        self.attention_norm = nn.RMSNorm(shape.dim, eps=NORM_EPS)
+        self.attention = Attention(shape, dropout)
+        self.ffn_norm = nn.RMSNorm(shape.dim, eps=NORM_EPS)
+        self.feed_forward = FeedForward(shape.dim, shape.ffn_dim)
+        self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(F.gelu(self.fc(x), approximate="tanh"))
-
-
-class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.ln1 = nn.LayerNorm(cfg.d_model)
-        self.attn = CausalSelfAttention(cfg)
-        self.ln2 = nn.LayerNorm(cfg.d_model)
-        self.mlp = MLP(cfg)
-        self.drop = nn.Dropout(cfg.dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.drop(self.attn(self.ln1(x)))
-        return x + self.drop(self.mlp(self.ln2(x)))
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        h = x + self.drop(self.attention(self.attention_norm(x), cos, sin))
+        return h + self.drop(self.feed_forward(self.ffn_norm(h)))
 
 
-class GPT(nn.Module):
+class Transformer(nn.Module):
+    rope_cos: torch.Tensor
+    rope_sin: torch.Tensor
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.pos_emb = nn.Embedding(cfg.seq_len, cfg.d_model)
-        self.drop = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
-        self.ln_f = nn.LayerNorm(cfg.d_model)
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        # Recompute each block's activations in backward instead of storing them (set by parallelize).
+        shape = cfg.shape
+        self.tok_embeddings: nn.Embedding | None = nn.Embedding(shape.vocab_size, shape.dim)
+        self.layers = nn.ModuleDict({str(i): TransformerBlock(shape, cfg.dropout) for i in range(shape.n_layers)})
+        self.norm: nn.RMSNorm | None = nn.RMSNorm(shape.dim, eps=NORM_EPS)
+        self.output: nn.Linear | None = nn.Linear(shape.dim, shape.vocab_size, bias=False)
+        if shape.tie_embeddings:
+            self.tok_embeddings.weight = self.output.weight
+        # Not persistent: recomputed from the shape, so checkpoints hold parameters only.
+        half = shape.head_dim // 2
+        self.register_buffer("rope_cos", torch.empty(cfg.seq_len, half), persistent=False)
+        self.register_buffer("rope_sin", torch.empty(cfg.seq_len, half), persistent=False)
+        # Recompute each layer's activations in backward instead of storing them (set by parallelize).
         self.activation_checkpointing = False
         self.init_weights()
 
     @torch.no_grad()
     def init_weights(self) -> None:
-        """GPT-2 init: N(0, 0.02), residual projections scaled by 1/sqrt(2 * n_layers)."""
-        residual_std = 0.02 / math.sqrt(2 * self.cfg.n_layers)
-        for name, p in self.named_parameters():
-            if name.endswith("bias"):
-                nn.init.zeros_(p)
-            elif ".ln" in name or name.startswith("ln_"):
-                nn.init.ones_(p)
-            else:
-                nn.init.normal_(p, std=residual_std if name.endswith("proj.weight") else 0.02)
+        """torchtitan's llama3 init (`torchtitan/models/llama3/__init__.py`: `_LINEAR_INIT`, `_depth_init`,
+        `_EMBEDDING_INIT`, `_output_linear_init`, `_NORM_INIT`; `depth_scaled_std` in
+        `torchtitan/models/common/param_init.py`): wq, wk, wv, w1 trunc_normal(std 0.02); wo, w2, w3
+        trunc_normal(std 0.02 / sqrt(2 (layer_id + 1))); embeddings normal(std 1); output
+        trunc_normal(std dim^-0.5, cut at 3 std), which a tied embedding takes instead of its own; norms 1.
+        Also fills the rope tables, so a model built on the meta device is ready after to_empty() and this."""
+        dim = self.cfg.shape.dim
+        if self.tok_embeddings is not None and not self.cfg.shape.tie_embeddings:
+            nn.init.normal_(self.tok_embeddings.weight, std=1.0)
+        for layer_id, layer in self.layers.items():
+            # The key, not the position: a pipeline stage holding layers "8".."15" inits them as the whole model.
+            depth_std = 0.02 / (2 * (int(layer_id) + 1)) ** 0.5
+            attn, ffn = layer.attention, layer.feed_forward
+            for linear in (attn.wq, attn.wk, attn.wv, ffn.w1):
+                nn.init.trunc_normal_(linear.weight, std=0.02)
+            for linear in (attn.wo, ffn.w2, ffn.w3):
+                nn.init.trunc_normal_(linear.weight, std=depth_std)
+            nn.init.ones_(layer.attention_norm.weight)
+            nn.init.ones_(layer.ffn_norm.weight)
+        if self.norm is not None:
+            nn.init.ones_(self.norm.weight)
+        if self.output is not None:
+            std = dim**-0.5
+            nn.init.trunc_normal_(self.output.weight, std=std, a=-3 * std, b=3 * std)
+        cos, sin = rope_tables(self.cfg.shape.head_dim, self.cfg.seq_len)
+        self.rope_cos, self.rope_sin = cos.to(self.rope_cos.device), sin.to(self.rope_sin.device)
+
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Transformer:
+        # Moving to a device of another tensor type (.to("xla"), to_empty() from meta) replaces each
+        # parameter by a new one, which unties a tied embedding: tie it again.
+        super()._apply(fn, recurse)
+        embeddings, output = self.tok_embeddings, self.output
+        if embeddings is not None and output is not None and self.cfg.shape.tie_embeddings:
+            embeddings.weight = output.weight
+        return self
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits [B, T, V], or the mean cross-entropy (computed in fp32) when targets are given."""
+        """Logits [B, T, V], or the mean cross-entropy (in fp32) when targets are given. A pipeline stage
+        without `tok_embeddings` takes hidden states [B, T, dim]; one without `output` returns them."""
         t = idx.shape[1]
         if t > self.cfg.seq_len:
             raise ValueError(f"sequence of {t} tokens exceeds seq_len {self.cfg.seq_len}")
-        pos = torch.arange(t, device=idx.device)
-        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
-        for block in self.blocks:
-            x = checkpoint(block, x, use_reentrant=False) if self.activation_checkpointing else block(x)
-        logits = self.lm_head(self.ln_f(x))
+        cos, sin = self.rope_cos, self.rope_sin
+        h = self.tok_embeddings(idx) if self.tok_embeddings is not None else idx
+        for layer in self.layers.values():
+            if self.activation_checkpointing:
+                h = checkpoint(layer, h, cos, sin, use_reentrant=False)
+            else:
+                h = layer(h, cos, sin)
+        h = self.norm(h) if self.norm is not None else h
+        if self.output is None:
+            return h
+        logits = self.output(h)
         if targets is None:
             return logits
         return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
 
 
 def count_params(model: nn.Module) -> int:
+    """Parameters as model.parameters() yields them: a tied embedding once."""
     return sum(p.numel() for p in model.parameters())
-
-
-def flops_per_token(model: GPT) -> float:
-    """Training FLOPs per token: 6N over matmul weights plus 12*L*d*T for attention (PaLM appendix B)."""
-    cfg = model.cfg
-    matmul_params = count_params(model) - model.tok_emb.weight.numel() - model.pos_emb.weight.numel()
-    return 6.0 * matmul_params + 12.0 * cfg.n_layers * cfg.d_model * cfg.seq_len

@@ -1,46 +1,96 @@
-"""Apply activation checkpointing, torch.compile and data parallelism (DDP or FSDP2) to the model."""
+"""Apply the layout of the device mesh to the model: pipeline split, tensor parallelism, activation
+checkpointing, torch.compile, then data parallelism (DDP, or FSDP2 over dp_shard / HSDP), in torchtitan's order
+(pytorch/torchtitan `torchtitan/models/llama3/infra/parallelize.py` parallelize_llama, and
+`torchtitan/distributed/pipeline_parallel.py` pipeline_llm, which splits before the rest)."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 from torch import nn
-from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel
 
 from jobs.training.distributed import DistEnv
-from jobs.training.model import GPT
+from jobs.training.mesh import ParallelDims, coordinate, submesh
+from jobs.training.model import Transformer
+from jobs.training.pipeline import Pipeline, build_pipeline, split_stage
+from jobs.training.tensor_parallel import apply_tp
+
+
+@dataclass(frozen=True)
+class Parallelized:
+    model: nn.Module  # what this rank trains: the whole model or its pipeline stage, DDP-wrapped or fully_shard-ed
+    pipeline: Pipeline | None  # runs the steps when pp > 1
 
 
 def parallelize(
-    model: GPT, env: DistEnv, *, fsdp: bool, activation_checkpointing: bool, compile_blocks: bool
-) -> nn.Module:
-    """Return the module to train; parameter names stay those of `model` (no wrapper prefixes in DCP). On XLA
-    the bare module: replicas average their gradients through xm (Neuron's guide: remove the DDP wrapper)."""
+    model: Transformer,
+    env: DistEnv,
+    dims: ParallelDims,
+    mesh: DeviceMesh | None,
+    *,
+    activation_checkpointing: bool,
+    compile_blocks: bool,
+    n_microbatches: int,
+) -> Parallelized:
+    """Parameter names stay those of `model` (no wrapper prefixes in DCP). On XLA (no mesh) the bare module:
+    replicas average their gradients through xm (Neuron's guide: remove the DDP wrapper)."""
     model.activation_checkpointing = activation_checkpointing
-    if env.is_xla:
-        return model.to(env.device)
+    if mesh is None:
+        return Parallelized(model.to(env.device), None)
+    if dims.pp > 1:
+        split_stage(model, coordinate(mesh, "pp"), dims.pp)
+    if dims.tp > 1:
+        apply_tp(model, mesh["tp"])
     if compile_blocks:
-        for block in model.blocks:
+        for block in model.layers.values():
             block.compile()  # in place, per block (as torchtitan does): names unchanged, small graphs
-    if fsdp:
-        mesh = init_device_mesh(env.device.type, (env.world_size,))
+    if dims.fsdp:
         # bf16 compute with fp32 gradient reduction on GPU; full fp32 on CPU (no fast bf16 matmuls there).
         mp = (
             MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
             if env.device.type == "cuda"
             else MixedPrecisionPolicy()
         )
-        for block in model.blocks:
-            fully_shard(block, mesh=mesh, mp_policy=mp)
-        fully_shard(model, mesh=mesh, mp_policy=mp)
-        return model
-    model.to(env.device)
-    return DistributedDataParallel(model, device_ids=[env.local_rank] if env.device.type == "cuda" else None)
+        # A 2-D ("dp_replicate", "dp_shard") mesh makes it HSDP. Under PP, keep the gathered weights between
+        # the micro-batches (torchtitan's default reshard_after_forward policy: not pp_enabled).
+        dp_mesh = submesh(mesh, "dp_replicate", "dp_shard")
+        for block in model.layers.values():
+            fully_shard(block, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=dims.pp == 1)
+        fully_shard(model, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=dims.pp == 1)
+    else:  # plain data parallelism (mesh.parallel_dims refuses tp/pp without --fsdp)
+        model.to(env.device)
+        model = DistributedDataParallel(model, device_ids=[env.local_rank] if env.device.type == "cuda" else None)
+    pipeline = build_pipeline(model, mesh["pp"], env.device, n_microbatches) if dims.pp > 1 else None
+    return Parallelized(model, pipeline)
+
+
+@torch.no_grad()
+def clip_grad_norm_(
+    parameters: Iterable[nn.Parameter], max_norm: float, pp_group: dist.ProcessGroup | None
+) -> torch.Tensor:
+    """Clip the gradients to a total 2-norm of `max_norm`; returns the norm before clipping, a plain tensor.
+    torch's clip_grad_norm_ sees this rank's parameters only: sharded ones as DTensors (their norm reduced
+    over their mesh), but not the other pipeline stages', whose squared norms are summed over `pp_group`
+    (torchtitan `torchtitan/distributed/utils.py` clip_grad_norm_)."""
+    params = list(parameters)
+    total = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+    if isinstance(total, DTensor):
+        total = total.full_tensor()
+    if pp_group is not None:
+        total = total**2
+        dist.all_reduce(total, group=pp_group)
+        total = total.sqrt()
+    torch.nn.utils.clip_grads_with_norm_(params, max_norm, total)
+    return total
 
 
 def autocast_context(model: nn.Module, device: torch.device) -> Callable[[], AbstractContextManager[object]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from types import ModuleType
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.tensor import DTensor
+from torch.distributed.device_mesh import DeviceMesh
 
 from jobs.training.checkpoint import (
     Checkpointer,
@@ -26,10 +27,11 @@ from jobs.training.checkpoint import (
 from jobs.training.config import TrainConfig
 from jobs.training.data import BatchLoader, SyntheticTokens, TokenFile, TokenSource
 from jobs.training.distributed import DistEnv, init_distributed
+from jobs.training.mesh import ParallelDims, build_mesh, dp_rank, first_of_stage, parallel_dims
 from jobs.training.metrics import JsonLog, Throughput, params_sha256, peak_bf16_flops
-from jobs.training.model import GPT, count_params, flops_per_token
+from jobs.training.model import Transformer, count_params
 from jobs.training.optim import build_optimizer, build_scheduler
-from jobs.training.parallelize import autocast_context, grad_sync_context, parallelize
+from jobs.training.parallelize import Parallelized, autocast_context, clip_grad_norm_, grad_sync_context, parallelize
 from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
 
 # Steps a graph-extraction run (neuron_parallel_compile) traces: the first (it creates AdamW's state) and a
@@ -49,31 +51,39 @@ def _rank_seed(seed: int, rank: int, step: int) -> int:
 
 
 def make_train_step(
-    model: nn.Module,
+    par: Parallelized,
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     loader: BatchLoader,
     cfg: TrainConfig,
     device: torch.device,
 ) -> Callable[[], tuple[torch.Tensor, torch.Tensor]]:
-    """One optimizer step over `cfg.grad_accum` micro-batches; returns (summed loss, grad norm) tensors,
-    left on the device so the caller decides when to synchronise. On XLA the gradients are averaged over
-    replicas before clipping (there is no DDP wrapper) and the step ends with a graph cut."""
+    """One optimizer step over `cfg.grad_accum` micro-batches; returns (mean loss, grad norm) tensors, left on
+    the device so the caller decides when to synchronise. Under PP the schedule runs the micro-batches, and
+    only the last stage has the loss (0 on the others). On XLA the gradients are averaged over replicas
+    before clipping (there is no DDP wrapper) and the step ends with a graph cut."""
+    model, pipeline = par.model, par.pipeline
     autocast = autocast_context(model, device)
     xla = _xla() if device.type == "xla" else None
 
     def train_step() -> tuple[torch.Tensor, torch.Tensor]:
-        loss_sum = torch.zeros((), device=device)
-        for micro in range(cfg.grad_accum):
-            inputs, targets = (t.to(device, non_blocking=True) for t in loader.next())
-            with grad_sync_context(model, sync=micro == cfg.grad_accum - 1), autocast():
-                loss = model(inputs, targets) / cfg.grad_accum
-                loss.backward()
-            loss_sum += loss.detach()
+        if pipeline is not None:
+            # The same micro-batches as without PP, stacked: the schedule splits them again.
+            batches = [loader.next() for _ in range(cfg.grad_accum)]
+            inputs, targets = (torch.cat(parts).to(device, non_blocking=True) for parts in zip(*batches, strict=True))
+            loss_sum = pipeline.step(inputs, targets)
+        else:
+            loss_sum = torch.zeros((), device=device)
+            for micro in range(cfg.grad_accum):
+                inputs, targets = (t.to(device, non_blocking=True) for t in loader.next())
+                with grad_sync_context(model, sync=micro == cfg.grad_accum - 1), autocast():
+                    loss = model(inputs, targets) / cfg.grad_accum
+                    loss.backward()
+                loss_sum += loss.detach()
         if xla is not None:
             xla.reduce_gradients(optimizer)
         max_norm = cfg.grad_clip if cfg.grad_clip > 0 else math.inf
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        grad_norm = clip_grad_norm_(model.parameters(), max_norm, pipeline.group if pipeline is not None else None)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
@@ -99,14 +109,27 @@ def _seed(env: DistEnv, seed: int) -> None:
 
 def _token_source(cfg: TrainConfig) -> TokenSource:
     if cfg.data is None:
-        return SyntheticTokens(cfg.model.vocab_size, cfg.seed)
-    return TokenFile(cfg.data, cfg.data_dtype, cfg.model.vocab_size, cfg.model.seq_len)
+        return SyntheticTokens(cfg.model.shape.vocab_size, cfg.seed)
+    return TokenFile(cfg.data, cfg.data_dtype, cfg.model.shape.vocab_size, cfg.model.seq_len, seed=cfg.seed)
 
 
-def _mean_over_ranks(value: torch.Tensor) -> float:
+def _mean_over_replicas(value: torch.Tensor, dims: ParallelDims) -> float:
+    """The mean of a value each data-parallel replica holds on its last pipeline stage's ranks (0 on the other
+    stages), the same on each of their tensor-parallel ranks."""
     total = value.detach().clone()
     dist.all_reduce(total)  # SUM: the one reduction every backend (gloo included) supports
-    return total.item() / dist.get_world_size()
+    return total.item() / (dist.get_world_size() // dims.pp)
+
+
+def layout(cfg: TrainConfig, env: DistEnv) -> tuple[ParallelDims, DeviceMesh | None]:
+    """The parallel layout from the flags and the world (ValueError when they do not fit), and its device
+    mesh; on XLA plain data parallelism through xm, without a mesh."""
+    if env.is_xla:
+        return ParallelDims(pp=1, dp_replicate=env.world_size, dp_shard=1, tp=1, fsdp=False), None
+    local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", env.world_size))  # set by torchrun
+    dims = parallel_dims(env.world_size, local_world_size, tp=cfg.tp, pp=cfg.pp, dp_replicate=cfg.dp_replicate,
+                         fsdp=cfg.fsdp)  # fmt: skip
+    return dims, build_mesh(dims, env.device.type)
 
 
 def train(cfg: TrainConfig) -> RunResult:
@@ -132,16 +155,21 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
     stop = StopRequest(cfg.stop_file, poll_file=env.local_rank == 0)
     dist.barrier(group=env.cpu_group)  # markers cleared before any rank can look for a stop file
 
-    torch.manual_seed(cfg.seed)  # same initial weights on every rank
-    gpt = GPT(cfg.model)
-    flops = flops_per_token(gpt)
-    n_params = count_params(gpt)
-    model = parallelize(
-        gpt, env, fsdp=cfg.fsdp, activation_checkpointing=cfg.activation_checkpointing, compile_blocks=cfg.compile
-    )
+    dims, mesh = layout(cfg, env)
+    # The whole model, seeded, on every rank whatever the layout; then split, sharded, wrapped: every layout
+    # starts from the same weights.
+    torch.manual_seed(cfg.seed)
+    net = Transformer(cfg.model)
+    flops = cfg.model.shape.flops_per_token(cfg.model.seq_len)
+    n_params = count_params(net)
+    par = parallelize(net, env, dims, mesh, activation_checkpointing=cfg.activation_checkpointing,
+                      compile_blocks=cfg.compile, n_microbatches=cfg.grad_accum)  # fmt: skip
+    model = par.model
     optimizer = build_optimizer(model, cfg.lr, cfg.weight_decay, env.device)
     scheduler = build_scheduler(optimizer, cfg.warmup_steps, cfg.steps, cfg.min_lr_ratio)
-    loader = BatchLoader(_token_source(cfg), cfg.batch_size, cfg.model.seq_len, env.rank, env.world_size)
+    # One replica's ranks (its tensor-parallel and pipeline peers) read the same batches.
+    replica = dp_rank(mesh, dims) if mesh is not None else env.rank
+    loader = BatchLoader(_token_source(cfg), cfg.batch_size, cfg.model.seq_len, replica, dims.dp)
     ckpt = _checkpointer(cfg, env, model, optimizer, scheduler)
 
     step = 0
@@ -159,14 +187,15 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
         steps=cfg.steps,
         world_size=env.world_size,
         device=str(env.device),
-        parallelism="xla-dp" if env.is_xla else "fsdp2" if cfg.fsdp else "ddp",
+        parallelism="xla-dp" if env.is_xla else dims.describe(),
+        model=cfg.model.name,
         params=n_params,
         data=str(cfg.data) if cfg.data else "synthetic",
     )
 
-    train_step = make_train_step(model, optimizer, scheduler, loader, cfg, env.device)
+    train_step = make_train_step(par, optimizer, scheduler, loader, cfg, env.device)
     meter = Throughput(
-        cfg.batch_size * cfg.model.seq_len * cfg.grad_accum * env.world_size,
+        cfg.batch_size * cfg.model.seq_len * cfg.grad_accum * dims.dp,
         flops,
         peak_bf16_flops(env.device),
         env.world_size,
@@ -183,12 +212,11 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
         if step % cfg.stop_check_every == 0:
             reasons = stop.agreed(env)
         if step % cfg.log_every == 0 or step == cfg.steps:
-            norm = grad_norm.full_tensor() if isinstance(grad_norm, DTensor) else grad_norm  # FSDP2
             log(
                 step=step,
-                loss=round(_mean_over_ranks(loss), 5),
+                loss=round(_mean_over_replicas(loss, dims), 5),
                 lr=lr,
-                grad_norm=round(norm.item(), 4),
+                grad_norm=round(grad_norm.item(), 4),
                 **meter.report(),
             )
         if ckpt is not None and (step % cfg.checkpoint_every == 0 or step == cfg.steps or reasons):
@@ -206,7 +234,7 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
             write_marker(cfg.checkpoint_dir, PREEMPTED_MARKER, payload)
         return RunResult(step, True, None)
 
-    digest = params_sha256(model)
+    digest = params_sha256(model, env.cpu_group, hashes=first_of_stage(mesh) if mesh is not None else env.is_main)
     log(event="done", step=step, params_sha256=digest)
     if cfg.checkpoint_dir is not None and env.is_main:
         write_marker(cfg.checkpoint_dir, DONE_MARKER, {"step": step, "params_sha256": digest})

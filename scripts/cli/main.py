@@ -13,7 +13,9 @@ from rich.tree import Tree
 
 from components.problems import ConfigError, plural
 from components.stackfile import STACKS_DIR, load_stack
+from scripts.cli.advise import advise
 from scripts.cli.check import check
+from scripts.cli.data import data_app
 from scripts.cli.policy import policy
 from scripts.cli.preflight import preflight
 from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config, print_problems
@@ -25,9 +27,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Slurm on Amazon EKS: plan offline, validate, diff, and run jobs.")
 app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
+app.add_typer(data_app, name="data")
 app.command()(preflight)
 app.command()(policy)
 app.command()(check)
+app.command()(advise)
 out = Console(soft_wrap=True)
 
 StackOpt = Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")]

@@ -6,6 +6,7 @@ Two typer apps, registered by scripts/cli/main.py. To add a job command, decorat
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from rich.table import Table
 from components.problems import ConfigError
 from components.stackfile import STACKS_DIR, load_stack
 from jobs import render
+from jobs.recipes import deepspeed_config
 from slurm import client, local
 from slurm.backend import JobBackend
 from slurm.cli_backend import CliBackend
@@ -323,15 +325,24 @@ def job_render(
                                    lead=lead, max_requeues=max_requeues)
     if lead.formula:  # on stderr, so `job render ... > job.sbatch` still shows it
         errors.print(f"signal lead: {lead.formula}", highlight=False, markup=False)
-    if output:
-        try:
-            output.write_text(script)
-        except OSError as exc:
-            errors.print(f"[red]error:[/red] cannot write {output}: {exc.strerror}", highlight=False)
-            raise typer.Exit(2) from None
-        _console().print(f"wrote {output}")
-    else:
-        typer.echo(script, nl=False)
+    _emit(script, output)
+
+
+@job_app.command("deepspeed-config")
+def job_deepspeed_config(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="stack whose partition to target")],
+    partition: Annotated[str, typer.Option("--partition", "-p")],
+    offload: Annotated[
+        bool, typer.Option("--offload", help="optimizer state and parameters in pinned host memory")
+    ] = False,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+    stacks_dir: Annotated[Path, typer.Option(help="directory of Pulumi.<stack>.yaml")] = STACKS_DIR,
+) -> None:
+    """Write the DeepSpeed ZeRO-3 config for a partition's GPUs (jobs/recipes/hf_finetune.py --deepspeed FILE)."""
+    with render_errors():
+        config, _ = load_stack(stack, stacks_dir)
+        made = deepspeed_config.for_partition(config, stack, partition, offload)
+    _emit(json.dumps(made.config, indent=2) + "\n", output, f": {made.summary}")
 
 
 @image_app.command("pull")
@@ -367,6 +378,19 @@ def image_pull(
     if result.returncode:
         errors.print(f"[red]error:[/red] the import failed (exit {result.returncode}); see above", highlight=False)
         raise typer.Exit(1)
+
+
+def _emit(text: str, output: Path | None, note: str = "") -> None:
+    """`text` on stdout, or into `output` with a line that says so (and `note`)."""
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text)
+    except OSError as exc:
+        errors.print(f"[red]error:[/red] cannot write {output}: {exc.strerror}", highlight=False)
+        raise typer.Exit(2) from None
+    _console().print(f"wrote {output}{note}", highlight=False, soft_wrap=True)
 
 
 def _submit_text(script: str, backend: JobBackend) -> int:

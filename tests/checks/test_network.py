@@ -317,6 +317,7 @@ TAG = "kubernetes.io/cluster/ml-training-prod"
     (("sg-untagged", "sg-other"), True),  # several, none tagged
     (("sg-tagged", "sg-untagged"), False),  # the tagged one gets them
     (("sg-tagged", "sg-unknown"), False),
+    ((), True),  # no group at all: nowhere to add the rules
 ])
 def test_login_load_balancer_picks_the_tagged_group_else_the_only_one(carried: tuple[str, ...], fails: bool) -> None:
     t = _nodes_with(SecurityGroup("sg-tagged", "cluster", "test", tags={TAG: "owned"}),

@@ -1,5 +1,6 @@
-"""Running jobs/train.py under real torchrun from a test: the JSON events it prints, its exit code and
-stderr, a watchdog, and the hooks the tests use to stop, signal or kill it mid-run."""
+"""Running jobs/train.py (or another torchrun entry point: `launch`) under real torchrun from a test: the
+JSON events it prints, its exit code and stderr, a watchdog, and the hooks the tests use to stop, signal or
+kill it mid-run."""
 
 from __future__ import annotations
 
@@ -55,6 +56,17 @@ def torchrun(
     as it is printed."""
     cmd = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", *launcher_args,
            str(TRAIN), *TINY, *flags, "--checkpoint-dir", str(ckpt), "--stop-file", str(stop_file(ckpt))]  # fmt: skip
+    return launch(cmd, on_event, timeout, env)
+
+
+def launch(
+    cmd: Sequence[str],
+    on_event: Callable[[dict[str, object], subprocess.Popen[str]], None] | None = None,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+) -> Run:
+    """Run `cmd` (a torchrun command whose rank 0 prints JSON lines) in its own session, killed with its
+    workers after `timeout` seconds."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **(env or {})}
     # Own session, so a hung run is killed with its workers (torchrun does not take them down on SIGKILL).
     proc = subprocess.Popen(

@@ -1,11 +1,10 @@
-"""In-process unit tests of the training modules: schedule, token data, model, checkpoint dirs, flags."""
+"""In-process unit tests of the training modules: schedule, checkpoint dirs, flags (the model's are in
+test_model.py, the token data's in test_data.py)."""
 
 from __future__ import annotations
 
-import array
 import itertools
 import json
-import math
 import re
 from pathlib import Path
 
@@ -16,14 +15,10 @@ from tests.conftest import require_module
 torch = require_module("torch", "pip install -e '.[jobs]': jobs/training needs it")
 
 from jobs.training.checkpoint import checkpoints, latest_complete, prune  # noqa: E402
-from jobs.training.config import ModelConfig, parse_args  # noqa: E402
-from jobs.training.data import BatchLoader, SyntheticTokens, TokenFile  # noqa: E402
-from jobs.training.model import GPT, count_params, flops_per_token  # noqa: E402
+from jobs.training.config import parse_args  # noqa: E402
 from jobs.training.optim import build_scheduler, lr_multiplier  # noqa: E402
 
 pytestmark = pytest.mark.torch
-
-SMALL = ModelConfig(vocab_size=50, seq_len=12, d_model=16, n_layers=2, n_heads=4, dropout=0.0)
 
 
 # --- schedule ---------------------------------------------------------------------------------------------
@@ -57,103 +52,6 @@ def test_scheduler_applies_the_multiplier_to_the_optimizer() -> None:
         sched.step()
     assert seen == pytest.approx([2.0 * lr_multiplier(s, 3, 10, 0.2) for s in range(10)])
     assert "lr_lambdas" in sched.state_dict() and sched.state_dict()["lr_lambdas"] == [None]
-
-
-# --- data -------------------------------------------------------------------------------------------------
-
-
-def write_tokens(path: Path, tokens: list[int], typecode: str = "H") -> Path:
-    path.write_bytes(array.array(typecode, tokens).tobytes())
-    return path
-
-
-def test_token_file_windows_are_consecutive_and_split_across_ranks(tmp_path: Path) -> None:
-    source = TokenFile(write_tokens(tmp_path / "t.bin", list(range(41))), "uint16", vocab_size=100, window=4)
-    assert source.windows == 10
-    rank0 = BatchLoader(source, batch_size=2, seq_len=4, rank=0, world_size=2)
-    rank1 = BatchLoader(source, batch_size=2, seq_len=4, rank=1, world_size=2)
-    x0, y0 = rank0.next()
-    x1, _ = rank1.next()
-    assert x0.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert y0.tolist() == [[1, 2, 3, 4], [5, 6, 7, 8]]  # targets are the inputs shifted by one
-    assert x1.tolist() == [[8, 9, 10, 11], [12, 13, 14, 15]]
-    assert x0.dtype == torch.int64
-    rank0.next()
-    x0, _ = rank0.next()  # micro-batch 2 of rank 0: windows 8 and 9
-    assert x0.tolist() == [[32, 33, 34, 35], [36, 37, 38, 39]]
-    assert rank0.next()[0].tolist()[0] == [8, 9, 10, 11]  # window 12 wraps to window 2
-    assert rank0.position == 4
-
-
-def test_token_file_uint32_and_errors(tmp_path: Path) -> None:
-    big = TokenFile(write_tokens(tmp_path / "u32.bin", [70_000] * 9, "I"), "uint32", vocab_size=70_001, window=4)
-    assert big.sample(0, 5).tolist() == [70_000] * 5
-    with pytest.raises(ValueError, match="not a whole number"):
-        TokenFile(write_tokens(tmp_path / "odd.bin", [1] * 9, "B"), "uint16", vocab_size=10, window=4)
-    with pytest.raises(ValueError, match="fewer than one sequence"):
-        TokenFile(write_tokens(tmp_path / "short.bin", [1] * 4), "uint16", vocab_size=10, window=4)
-    oob = TokenFile(write_tokens(tmp_path / "oob.bin", [1, 2, 99, 3, 4]), "uint16", vocab_size=10, window=4)
-    with pytest.raises(ValueError, match=r"token 99 .* >= --vocab-size 10"):
-        oob.sample(0, 5)
-
-
-def test_synthetic_batches_depend_only_on_seed_position_and_rank() -> None:
-    def batch(seed: int, rank: int, position: int) -> list[list[int]]:
-        loader = BatchLoader(SyntheticTokens(64, seed), batch_size=3, seq_len=8, rank=rank, world_size=2)
-        loader.position = position
-        return loader.next()[0].tolist()
-
-    fresh = BatchLoader(SyntheticTokens(64, 7), batch_size=3, seq_len=8, rank=1, world_size=2)
-    drawn = [fresh.next()[0].tolist() for _ in range(3)]
-    assert drawn[2] == batch(7, 1, 2)  # resuming at a position replays exactly what was drawn there
-    assert batch(7, 0, 2) != batch(7, 1, 2) and batch(8, 1, 2) != batch(7, 1, 2)
-    row = torch.tensor(drawn[0][0])
-    assert (row.diff() % 64 == row.diff()[0] % 64).all()  # a learnable arithmetic progression
-
-
-# --- model ------------------------------------------------------------------------------------------------
-
-
-def test_model_shapes_and_loss() -> None:
-    torch.manual_seed(0)
-    model = GPT(SMALL)
-    idx = torch.randint(0, SMALL.vocab_size, (3, SMALL.seq_len))
-    assert model(idx).shape == (3, SMALL.seq_len, SMALL.vocab_size)
-    assert model(idx[:, :5]).shape == (3, 5, SMALL.vocab_size)
-    loss = model(idx, idx)
-    assert loss.shape == () and loss.item() == pytest.approx(math.log(SMALL.vocab_size), rel=0.1)
-    with pytest.raises(ValueError, match="exceeds seq_len"):
-        model(torch.zeros(1, SMALL.seq_len + 1, dtype=torch.long))
-
-
-def test_attention_is_causal() -> None:
-    torch.manual_seed(0)
-    model = GPT(SMALL).eval()
-    idx = torch.randint(0, SMALL.vocab_size, (1, SMALL.seq_len))
-    changed = idx.clone()
-    changed[0, -1] = (changed[0, -1] + 1) % SMALL.vocab_size
-    torch.testing.assert_close(model(idx)[:, :-1], model(changed)[:, :-1])
-
-
-def test_activation_checkpointing_gives_the_same_gradients() -> None:
-    cfg = ModelConfig(**{**SMALL.__dict__, "dropout": 0.2})
-    grads = []
-    for ac in (False, True):
-        torch.manual_seed(0)
-        model = GPT(cfg)
-        model.activation_checkpointing = ac
-        idx = torch.randint(0, cfg.vocab_size, (2, cfg.seq_len))
-        model(idx, idx).backward()
-        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
-    assert torch.equal(grads[0], grads[1])  # dropout masks replayed from the saved RNG state
-
-
-def test_param_count_and_flops() -> None:
-    model = GPT(SMALL)
-    d, v, t, n_layers = SMALL.d_model, SMALL.vocab_size, SMALL.seq_len, SMALL.n_layers
-    per_block = 12 * d * d + 13 * d  # qkv + proj + fc + proj weights and biases, two layer norms
-    assert count_params(model) == v * d + t * d + n_layers * per_block + 2 * d + d * v
-    assert flops_per_token(model) == 6 * (n_layers * per_block + 2 * d + d * v) + 12 * n_layers * d * t
 
 
 # --- checkpoint directories -------------------------------------------------------------------------------
@@ -193,13 +91,13 @@ def test_json_config_sets_defaults_that_flags_override(tmp_path: Path) -> None:
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"d_model": 64, "n_heads": 8, "steps": 30, "fsdp": True}))
     cfg = parse_args(["--config", str(config), "--steps", "40"])
-    assert (cfg.model.d_model, cfg.model.n_heads, cfg.steps, cfg.fsdp) == (64, 8, 40, True)
+    assert (cfg.model.shape.dim, cfg.model.shape.n_heads, cfg.steps, cfg.fsdp) == (64, 8, 40, True)
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--d-model", "30", "--n-heads", "4"], "divisible by --n-heads"),
+        (["--d-model", "30", "--n-heads", "4"], "dim 30 is not divisible by n_heads 4"),
         (["--steps", "0"], "must be >= 1"),
         (["--dropout", "1.5"], r"must be in \[0, 1\)"),
         (["--warmup-steps", "100", "--steps", "50"], "must be < --steps"),

@@ -1,0 +1,236 @@
+"""Fine-tune a causal LM with the Hugging Face Trainer under torchrun, on the job scripts' checkpoint contract:
+`torchrun ... jobs/recipes/hf_finetune.py --model_name_or_path DIR --dataset FILE [flags]` (`--help` lists them).
+
+The brief's recipe: a local model directory (nothing downloads), bf16, gradient accumulation, gradient
+checkpointing, warmup + cosine schedule, optional LoRA (peft), optional DeepSpeed (`--deepspeed FILE`, e.g.
+from `slurm-eks job deepspeed-config`). Flags take the Trainer's underscore spelling too
+(`--per_device_train_batch_size`), so the brief's command line runs as written.
+
+The contract is jobs/train.py's (read its docstring), with the Trainer's checkpoints:
+
+* Checkpoints go to `<output-dir>/checkpoint-<step>/` (`--output-dir` defaults to `$SLURM_EKS_CHECKPOINT_DIR`,
+  which the rendered scripts set) every `--save-steps` optimizer steps; one is complete once rank 0 has
+  written `.complete` into it after every rank finished its part. On start the run resumes from the
+  newest complete one (the Trainer's `resume_from_checkpoint`: weights or adapter, optimizer, scheduler,
+  RNG states, data position).
+* Stop requests: SIGUSR2 or SIGTERM to a worker, or the stop file (`--stop-file`, default
+  `$SLURM_EKS_STOP_FILE`, polled by local rank 0 of each node). Every `--stop-check-every` optimizer steps
+  (default 1: a fine-tune step is long, and the check is a CPU all_reduce on a gloo group of its own) the
+  ranks agree; on a stop the Trainer saves a checkpoint and stops, rank 0 writes `<output-dir>/PREEMPTED`
+  (JSON: step, reasons, checkpoint) and every worker exits 0.
+* A finished run saves the model (the LoRA adapter with `--lora-r`) and tokenizer to `<output-dir>/final/`
+  and writes `<output-dir>/DONE` (JSON: step, model). Both markers and the stop file are deleted at start.
+* Rank 0 prints JSON lines: `start`, the Trainer's logs with their step, `checkpoint`, and last `done` or
+  `preempted`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script (torchrun jobs/recipes/hf_finetune.py): make `jobs` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch
+import torch.distributed as dist
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    PreTrainedModel,
+    PrinterCallback,
+    ProgressCallback,
+    Trainer,
+    TrainingArguments,
+    default_data_collator,
+    set_seed,
+)
+
+from jobs.recipes.hf_checkpoints import JobContract, latest_complete_checkpoint, remove_torn
+from jobs.recipes.lm_data import TOKEN_SUFFIX, load_blocks
+from jobs.training.config import CHECKPOINT_DIR_ENV, DEVICE_ENV, STOP_FILE_ENV
+from jobs.training.metrics import JsonLog
+from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
+
+FINAL_DIR = "final"
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
+    return value
+
+
+def _at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hf_finetune.py",
+        description="Hugging Face Trainer fine-tune (LoRA, DeepSpeed) on the job scripts' checkpoint contract.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+
+    def flag(name: str, *aliases: str, **kw: Any) -> None:  # --a-b, and the Trainer's spelling --a_b
+        p.add_argument(*dict.fromkeys([f"--{name}", f"--{name.replace('-', '_')}", *aliases]), **kw)
+
+    flag("model-name-or-path", type=Path, required=True, help="local model directory (config, weights, tokenizer)")
+    flag("dataset", "--dataset_path", type=Path, required=True,
+         help=f".jsonl (one JSON object with a text field per line), .txt (a document per line) or {TOKEN_SUFFIX} "
+              "(flat token ids, as jobs/train.py --data reads)")  # fmt: skip
+    flag("text-field", default="text", help="the field of each .jsonl line to train on")
+    flag("data-dtype", choices=["uint16", "uint32"], default="uint16", help=f"the ids' type in a {TOKEN_SUFFIX} file")
+    flag("max-seq-length", type=_at_least(2), default=1024, help="tokens per example")
+    flag("output-dir", type=Path, default=os.environ.get(CHECKPOINT_DIR_ENV),
+         help=f"checkpoints, markers, final model (default ${CHECKPOINT_DIR_ENV})")  # fmt: skip
+    flag("stop-file", type=Path, default=os.environ.get(STOP_FILE_ENV), help=f"default ${STOP_FILE_ENV}")
+    flag("stop-check-every", type=_at_least(1), default=1, help="optimizer steps between stop agreements")
+    flag("per-device-train-batch-size", type=_at_least(1), default=1)
+    flag("gradient-accumulation-steps", type=_at_least(1), default=1)
+    flag("learning-rate", type=float, default=2e-5)
+    flag("weight-decay", type=float, default=0.0)
+    flag("max-grad-norm", type=float, default=1.0)
+    flag("num-train-epochs", type=float, default=1.0)
+    flag("max-steps", type=int, default=-1, help="optimizer steps; overrides --num-train-epochs when > 0")
+    flag("warmup-ratio", type=_fraction, default=0.03, help="share of the steps with a linear warmup; cosine after")
+    flag("bf16", action="store_true", help="bf16 mixed precision (DeepSpeed: its config must enable bf16 too)")
+    flag("gradient-checkpointing", action="store_true", help="recompute activations in backward")
+    flag("save-steps", type=_at_least(1), default=500, help="optimizer steps between checkpoints")
+    flag("save-total-limit", type=_at_least(2), default=3,
+         help="checkpoints kept (the newest may be in progress, so at least 2)")  # fmt: skip
+    flag("logging-steps", type=_at_least(1), default=10)
+    flag("seed", type=int, default=42)
+    flag("lora-r", type=_at_least(0), default=0, help="LoRA rank; 0 trains every weight")
+    flag("lora-alpha", type=int, default=16)
+    flag("lora-dropout", type=float, default=0.05)
+    flag("lora-target-modules", default="q_proj,k_proj,v_proj,o_proj", help="comma-separated module names")
+    flag("deepspeed", type=Path, default=None, help="DeepSpeed config JSON (`slurm-eks job deepspeed-config`)")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    env_dir = os.environ.get(CHECKPOINT_DIR_ENV)
+    if ns.output_dir is None:
+        parser.error(f"give --output-dir, or set ${CHECKPOINT_DIR_ENV} (the rendered job scripts do)")
+    if env_dir and Path(env_dir).resolve() != ns.output_dir.resolve():
+        parser.error(f"--output-dir {ns.output_dir} is not ${CHECKPOINT_DIR_ENV} ({env_dir}), where the job "
+                     "script looks for DONE and PREEMPTED; drop --output-dir, or name the job after it")  # fmt: skip
+    if not ns.model_name_or_path.is_dir():
+        parser.error(f"--model_name_or_path {ns.model_name_or_path} is not a directory: the recipe loads a local "
+                     "model only (download it to /shared first)")  # fmt: skip
+    if os.environ.get(DEVICE_ENV) == "xla":
+        parser.error("the recipe runs on CUDA GPUs or the CPU; on Trainium use jobs/train.py")
+    return ns
+
+
+def training_arguments(ns: argparse.Namespace) -> TrainingArguments:
+    """Before the model is loaded: with a ZeRO-3 config, from_pretrained then partitions it as it loads."""
+    return TrainingArguments(
+        output_dir=str(ns.output_dir),
+        per_device_train_batch_size=ns.per_device_train_batch_size,
+        gradient_accumulation_steps=ns.gradient_accumulation_steps,
+        learning_rate=ns.learning_rate,
+        weight_decay=ns.weight_decay,
+        max_grad_norm=ns.max_grad_norm,
+        num_train_epochs=ns.num_train_epochs,
+        max_steps=ns.max_steps,
+        lr_scheduler_type="cosine",
+        warmup_steps=ns.warmup_ratio,  # a float below 1 is a ratio of the total steps
+        bf16=ns.bf16,
+        activation_checkpointing=ns.gradient_checkpointing,  # transformers 5's name for gradient_checkpointing
+        # non-reentrant: gradients reach LoRA adapters even though the frozen embeddings need none
+        activation_checkpointing_kwargs={"use_reentrant": False},
+        save_strategy="steps",
+        save_steps=ns.save_steps,
+        save_total_limit=ns.save_total_limit,
+        logging_steps=ns.logging_steps,
+        seed=ns.seed,
+        deepspeed=str(ns.deepspeed) if ns.deepspeed else None,
+        use_cpu=not torch.cuda.is_available(),  # the gloo group (and bf16 autocast) on a CPU-only machine
+        remove_unused_columns=False,
+        ddp_find_unused_parameters=False,  # every trainable weight is used in each step
+        report_to="none",
+        disable_tqdm=True,
+    )
+
+
+def load_model(ns: argparse.Namespace) -> PreTrainedModel:
+    # fp32 master weights under bf16 autocast for a full fine-tune; LoRA trains fp32 adapters on frozen
+    # bf16 weights, halving the model's memory.
+    dtype = torch.bfloat16 if ns.bf16 and ns.lora_r else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(ns.model_name_or_path, dtype=dtype)
+    if ns.gradient_checkpointing:
+        model.config.use_cache = False  # the cache is recomputed, not kept, under checkpointing
+    if not ns.lora_r:
+        return model
+    from peft import LoraConfig, get_peft_model
+
+    lora = LoraConfig(r=ns.lora_r, lora_alpha=ns.lora_alpha, lora_dropout=ns.lora_dropout, task_type="CAUSAL_LM",
+                      target_modules=[m.strip() for m in ns.lora_target_modules.split(",") if m.strip()])  # fmt: skip
+    return get_peft_model(model, lora)  # type: ignore[return-value]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = parse_args(argv)
+    args = training_arguments(ns)
+    log = JsonLog(args.process_index == 0)
+    if args.process_index == 0:
+        clear_stale(ns.output_dir, ns.stop_file)
+        remove_torn(ns.output_dir)
+    stop = StopRequest(ns.stop_file, poll_file=args.local_process_index == 0)
+    if ns.deepspeed and args.use_cpu:
+        # With use_cpu, accelerate starts torch.distributed but not deepspeed.comm, and ZeRO-3's loading
+        # (deepspeed.zero.Init in from_pretrained) would then size the batch for a world of one process.
+        import deepspeed
+
+        deepspeed.init_distributed(auto_mpi_discovery=False)
+    set_seed(ns.seed)  # the LoRA adapters' initial weights
+    model = load_model(ns)
+    tokenizer = AutoTokenizer.from_pretrained(ns.model_name_or_path) if ns.dataset.suffix != TOKEN_SUFFIX else None
+    data = load_blocks(ns.dataset, ns.max_seq_length, tokenizer, model.config.vocab_size, ns.text_field,
+                       ns.data_dtype)  # fmt: skip
+    contract = JobContract(stop, ns.stop_check_every, log)
+    trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=default_data_collator,
+                      processing_class=tokenizer, callbacks=[contract])  # fmt: skip
+    for printer in (PrinterCallback, ProgressCallback):  # rank 0's stdout is JSON lines only
+        trainer.remove_callback(printer)
+
+    resume = latest_complete_checkpoint(ns.output_dir)
+    log(event="start", world_size=args.world_size, device=str(args.device), examples=len(data),
+        resume_from=str(resume) if resume else None, lora_r=ns.lora_r,
+        deepspeed=str(ns.deepspeed) if ns.deepspeed else None)  # fmt: skip
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    step = trainer.state.global_step
+    if contract.reasons and step < trainer.state.max_steps:
+        checkpoint = str(contract.last_checkpoint) if contract.last_checkpoint else None
+        log(event="preempted", step=step, reasons=contract.reasons, checkpoint=checkpoint)
+        if args.process_index == 0:
+            write_marker(ns.output_dir, PREEMPTED_MARKER, {"step": step, "reasons": contract.reasons,
+                                                           "checkpoint": checkpoint})  # fmt: skip
+    else:
+        final = ns.output_dir / FINAL_DIR
+        trainer.save_model(str(final))  # every rank: ZeRO-3 gathers the shards to save them
+        log(event="done", step=step, model=str(final))
+        if args.process_index == 0:
+            write_marker(ns.output_dir, DONE_MARKER, {"step": step, "model": str(final)})
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

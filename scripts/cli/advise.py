@@ -1,0 +1,189 @@
+"""`slurm-eks advise`: the parallel layout, node count and job script for a model on a partition. Registered by
+scripts/cli/main.py; the work is in scripts/advise/."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from components.problems import ConfigError, plural
+from components.stackfile import STACKS_DIR, load_stack
+from jobs.training.presets import PRESETS
+from scripts.advise import advisor
+from scripts.advise.advisor import (
+    DEFAULT_MFU,
+    DEFAULT_SEQ_LEN,
+    NODE_SEARCH_LIMIT,
+    REGIMES,
+    Advice,
+    Candidate,
+    global_batch_sequences,
+)
+from scripts.advise.hardware import partition_hardware
+from scripts.advise.memory import (
+    ADAMW_BYTES,
+    FRAGMENTATION,
+    GRADIENT_BYTES,
+    HEAD_WIDTH_H,
+    HEAD_WIDTH_V,
+    LAYER_GATHERED_H,
+    LAYER_PER_HEAD,
+    LAYER_WIDTH_F,
+    LAYER_WIDTH_H,
+    MASTER_WEIGHT_BYTES,
+    RUNTIME_GIB,
+)
+from scripts.advise.models import AdviseError, requested_model
+from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config
+
+
+def advise(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")],
+    partition: Annotated[str, typer.Option("--partition", "-p", help="the partition to train on")],
+    model: Annotated[str | None, typer.Option(
+        "--model", help=f"preset of jobs/training/presets.py: {', '.join(PRESETS)}")] = None,
+    params: Annotated[float | None, typer.Option(
+        help="custom model: its parameter count (e.g. 13e9), checked against the shape flags")] = None,
+    dim: Annotated[int | None, typer.Option(min=1, help="custom model: width")] = None,
+    layers: Annotated[int | None, typer.Option(min=1, help="custom model: transformer layers")] = None,
+    heads: Annotated[int | None, typer.Option(min=1, help="custom model: query heads")] = None,
+    kv_heads: Annotated[int | None, typer.Option(min=1, help="custom model: key/value heads (default --heads)")] = None,
+    ffn_dim: Annotated[int | None, typer.Option(min=1, help="custom model: SwiGLU width (default Llama's)")] = None,
+    vocab: Annotated[int | None, typer.Option(min=1, help="custom model: vocabulary (default 128256)")] = None,
+    seq_len: Annotated[int, typer.Option(min=1, help="tokens per sequence")] = DEFAULT_SEQ_LEN,
+    global_batch: Annotated[int | None, typer.Option(min=1, help="sequences per optimizer step")] = None,
+    global_batch_tokens: Annotated[int | None, typer.Option(
+        min=1, help="tokens per optimizer step instead (default 4194304: 4M)")] = None,
+    nodes: Annotated[int | None, typer.Option(
+        "--nodes", "-N", min=1, help="this many nodes (default: the fewest without activation checkpointing, "
+                                     "else the fewest with it)")] = None,
+    mfu: Annotated[float, typer.Option(help="model FLOPs utilisation assumed for the estimate")] = DEFAULT_MFU,
+    as_json: Annotated[bool, typer.Option("--json", help="the whole answer as JSON")] = False,
+    stacks_dir: Annotated[Path, typer.Option(help="directory holding the Pulumi.<stack>.yaml files")] = STACKS_DIR,
+) -> None:
+    """Which layout (DDP/FSDP/HSDP x TP x PP, micro-batch, accumulation, activation checkpointing) and how many
+    nodes to train a model with on a partition, memory per device of each candidate, and the job render command."""
+    try:
+        config, _ = load_stack(stack, stacks_dir)
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    try:
+        chosen_model = requested_model(model, dim=dim, layers=layers, heads=heads, kv_heads=kv_heads,
+                                       ffn_dim=ffn_dim, vocab=vocab, params=params)
+        hardware = partition_hardware(config, stack, partition)
+        batch = global_batch_sequences(seq_len, global_batch, global_batch_tokens)
+        advice = advisor.advise(chosen_model, hardware, seq_len, batch, nodes=nodes, mfu=mfu,
+                                stacks_dir=None if stacks_dir == STACKS_DIR else str(stacks_dir))
+    except AdviseError as exc:
+        err.print(f"error: {exc}", highlight=False, markup=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    if as_json:
+        typer.echo(json.dumps(advice_json(advice), indent=2))
+    else:
+        _print(advice)
+
+
+def advice_json(advice: Advice) -> dict[str, Any]:
+    """Every figure of the answer; memory in GiB per device."""
+
+    def candidate(c: Candidate) -> dict[str, Any]:
+        return {"layout": dataclasses.asdict(c.layout), "describe": c.layout.describe(),
+                "memory_gib": {**dataclasses.asdict(c.memory), "total": c.memory.total}, "fits": c.fits}
+
+    return {
+        "model": {"name": advice.model.name, "params": advice.model.params,
+                  **dataclasses.asdict(advice.model.shape)},
+        "partition": dataclasses.asdict(advice.partition),
+        "seq_len": advice.seq_len,
+        "global_batch": {"sequences": advice.global_batch, "tokens": advice.global_batch * advice.seq_len},
+        "regime": advice.regime,
+        "recommended": {
+            **candidate(advice.chosen),
+            "mfu_assumed": advice.mfu,
+            "mfu_effective": advice.effective_mfu,
+            "tokens_per_s": advice.tokens_per_s,
+            "checkpoint_gb": advice.checkpoint_gb,
+            "train_flags": list(advice.flags),
+            "command": advice.command,
+        },
+        "fewer_nodes": candidate(advice.fewer_nodes) if advice.fewer_nodes else None,
+        "nodes_without_checkpointing": advice.plain_nodes,
+        "candidates": [{"plain": candidate(o.plain), "checkpointed": candidate(o.checkpointed)}
+                       for o in advice.options],
+        "notes": list(advice.notes),
+    }
+
+
+def _print(advice: Advice) -> None:
+    out = Console(soft_wrap=True, highlight=False, markup=False)  # the command stays one line to copy
+    model, part, chosen = advice.model, advice.partition, advice.chosen.layout
+    shape, device = model.shape, part.device_word
+    out.print(f"{model.name}: {model.params / 1e9:.1f}B parameters ({shape.n_layers} layers, dim {shape.dim}, "
+              f"{shape.n_heads} heads / {shape.n_kv_heads} kv, ffn {shape.ffn_dim}, vocab {shape.vocab_size})")
+    out.print(f"partition {part.name} of stack {part.stack}: {' or '.join(part.instance_types)}, "
+              f"{part.devices_per_node} x {part.accelerator} {device}s of {part.device_memory_gib:g} GiB per node, "
+              f"at most {plural(part.max_nodes, 'node')}")
+    out.print(f"step: {advice.global_batch} sequences of {advice.seq_len} tokens "
+              f"({advice.global_batch * advice.seq_len:,} tokens); {REGIMES[advice.regime]}")
+    out.print(_table(advice))
+    out.print(f"memory: weights {MASTER_WEIGHT_BYTES} + gradients {GRADIENT_BYTES} + AdamW {ADAMW_BYTES} bytes a "
+              "parameter in fp32, divided by the FSDP shard, plus bf16 compute copies; activations of a layer "
+              f"{LAYER_WIDTH_H}h + {LAYER_WIDTH_F}f + {LAYER_PER_HEAD}a bytes a token, all but {LAYER_GATHERED_H}h "
+              "divided by TP, its input alone with AC (activation checkpointing), and the loss "
+              f"{HEAD_WIDTH_H}h + {HEAD_WIDTH_V}V; allowance {RUNTIME_GIB:g} GiB + {FRAGMENTATION:.0%}")
+    ac = "with activation checkpointing" if chosen.activation_checkpointing else "no activation checkpointing"
+    out.print(f"recommended: {chosen.describe()} on {plural(chosen.nodes, 'node')} ({plural(chosen.devices, device)}), "
+              f"micro-batch {chosen.micro_batch} x {chosen.grad_accum} accumulation steps per replica, {ac}")
+    if advice.effective_mfu == advice.mfu:
+        rate = f"the assumed {advice.mfu:.0%} MFU"
+    else:
+        rate = f"{advice.effective_mfu:.1%} MFU ({advice.mfu:.0%} assumed, less recomputation and pipeline bubble)"
+    out.print(f"estimate: {advice.tokens_per_s:,.0f} tokens/s at {rate}, {part.peak_flops / 1e12:g} TFLOPS bf16 "
+              f"peak per {device}")
+    if advice.fewer_nodes:
+        fewer = advice.fewer_nodes.layout
+        out.print(f"fewer nodes: {fewer.describe()} on {plural(fewer.nodes, 'node')} with activation "
+                  f"checkpointing (--nodes {fewer.nodes})")
+    if chosen.activation_checkpointing:
+        plain = advice.plain_nodes
+        if plain is None:
+            out.print(f"without activation checkpointing: no node count up to {NODE_SEARCH_LIMIT} fits")
+        else:
+            how = f"--nodes {plain}" if plain <= part.max_nodes else \
+                f"partitions.{part.name}.maxNodes is {part.max_nodes}"
+            out.print(f"without activation checkpointing: {plural(plain, 'node')} ({how})")
+    for note in advice.notes:
+        out.print(f"note: {note}")
+    if advice.command:
+        out.print(f"render it (a checkpoint is {advice.checkpoint_gb} GB):")
+        out.print(f"  {advice.command}")
+    else:
+        out.print(f"no render command; the layout in jobs/train.py's flags: {' '.join(advice.flags)}")
+
+
+def _table(advice: Advice) -> Table:
+    """One row per layout at the chosen node count: without activation checkpointing where that fits, else with."""
+    part = advice.partition
+    title = (f"candidate layouts on {plural(advice.chosen.layout.nodes, 'node')}, GiB per {part.device_word} of "
+             f"{part.device_memory_gib:g} (total includes an allowance of {advice.chosen.memory.reserve:.1f})")
+    # Narrow numbers that never wrap; a long layout folds onto a second line in an 80-column terminal.
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), title=title,
+                  title_justify="left")
+    table.add_column("layout", overflow="fold")
+    for column in ("AC", "mb x acc", "weights", "grads", "AdamW", "activ.", "total", "fits"):
+        table.add_column(column, no_wrap=True, justify="left" if column in ("AC", "mb x acc", "fits") else "right")
+    for option in advice.options:
+        c = option.choice or option.checkpointed
+        m, lay = c.memory, c.layout
+        table.add_row(lay.describe(), "yes" if lay.activation_checkpointing else "no",
+                      f"{lay.micro_batch} x {lay.grad_accum}",
+                      *(f"{v:.1f}" for v in (m.weights, m.gradients, m.optimizer, m.activations, m.total)),
+                      "chosen" if c == advice.chosen else "yes" if c.fits else "no")
+    return table
