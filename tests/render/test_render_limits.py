@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from components.config import ClusterConfig
+from components.stackfile import load_stack
 from jobs.render import (
     RenderError,
+    SignalLead,
     checkpoint_signal_lead,
     local_target,
     precompile_key,
@@ -41,7 +43,8 @@ def test_torchrun_gets_the_shutdown_timeout_docs_jobs_md_states() -> None:
 
 
 @pytest.mark.parametrize(("limit", "seconds"), [
-    ("1-00:00:30", 86430), ("1-2", 93600), ("01:00:30", 3630), ("90", 5400), ("2:30", 150), ("0", None),
+    ("1-00:00:30", 86430), ("1-00:01:30", 86490), ("1-2", 93600), ("01:00:30", 3630), ("90", 5400),
+    ("2:30", 150), ("0", None),
 ])
 def test_slurm_time_limits_in_seconds(limit: str, seconds: int | None) -> None:
     """sbatch(1) --time: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S."""
@@ -66,7 +69,7 @@ def test_a_machine_without_gpus_runs_one_worker(tmp_path: Path) -> None:
 
 def test_the_job_is_named_after_its_entry_point(tmp_path: Path) -> None:
     target = local_target(tmp_path, cpus=2, gpus=0)
-    assert "#SBATCH --job-name=hf_finetune\n" in render_job(target, ["jobs/recipes/hf_finetune.py"])
+    assert "#SBATCH --job-name=hf_finetune\n" in render_job(target, ["jobs/recipes/hf_finetune.py", "--bf16"])
     assert "#SBATCH --job-name=mine\n" in render_job(target, ["jobs/recipes/hf_finetune.py"], job_name="mine")
 
 
@@ -87,3 +90,36 @@ def test_a_one_gpu_partition_runs_one_worker_per_node(tmp_path: Path) -> None:
     config = ClusterConfig.model_validate(raw)
     target = target_for_partition(config, "dev", "gpu", image=None)
     assert target.procs_per_node == 1 and "--nproc-per-node=1 " in render_job(target, ENTRY)
+
+
+def test_one_node_unless_asked(tmp_path: Path) -> None:
+    assert "#SBATCH --nodes=1\n" in render_job(local_target(tmp_path, cpus=2, gpus=0), ENTRY)
+
+
+@pytest.mark.parametrize(("seconds", "time", "refused"), [
+    (0, "10", False),  # sbatch(1) --signal: "between 0 and 65535"
+    (65535, "2-00:00:00", False),
+    (-1, "10", True),
+    (65536, "2-00:00:00", True),
+    (600, "10", True),  # as long as the limit: asked to stop as it starts
+    (599, "10", False),
+])
+def test_the_signal_lead_is_what_sbatch_takes_and_shorter_than_the_limit(seconds: int, time: str, refused: bool,
+                                                                          tmp_path: Path) -> None:
+    def render() -> str:
+        return render_job(local_target(tmp_path, cpus=2, gpus=0), ENTRY, time=time, lead=SignalLead(seconds))
+
+    if refused:
+        with pytest.raises(RenderError, match="signal lead"):
+            render()
+    else:
+        assert f"#SBATCH --signal=B:USR2@{seconds}\n" in render()
+
+
+def test_the_partition_description_names_devices_and_efa() -> None:
+    config, _ = load_stack("prod")
+    assert target_for_partition(config, "prod", "gpu-h100").description == \
+        "partition gpu-h100: p5.48xlarge, 8 x H100 per node, 32 EFA"
+    config, _ = load_stack("dev")
+    assert target_for_partition(config, "dev", "gpu").description == \
+        "partition gpu: g5.12xlarge, 4 x A10G per node, no EFA"
