@@ -10,7 +10,7 @@ tree (build/mutation/<module>/): the tree others edit and test is never touched.
     python -m tests.mutation.run --report scripts/checks/order.py  # its last run, judged again
     python -m tests.mutation.run --recheck scripts/checks/order.py # its last run's survivors, tested again
 
-`--recheck` runs only the survivors of the last run against the current tests (in a fresh scratch copy) and
+`--recheck` runs only the unexplained survivors of the last run against the current tests (in a fresh scratch copy) and
 records the new outcomes in that run's session: after tests are added for survivors, minutes instead of a
 whole run. Mutants killed before stay killed as long as no test was removed; a whole run re-measures all.
 """
@@ -197,7 +197,9 @@ def recheck(module: str) -> list[Mutant]:
     write_config(module, work, timeout=RECHECK_TIMEOUT_S)
     cosmic_ray("cosmic-ray", "exec", "mutation.toml", "session.sqlite", cwd=work)  # the pending ones, if any
     command = shlex.join(_test_command(module))
-    for survivor in [m for m in last_run(module) if m.outcome == "survived"]:
+    # Explained survivors survive again by definition: `--report` still lists them, and a full run re-tests them.
+    explained = explained_keys(module, last_run(module), read_equivalents())
+    for survivor in [m for m in last_run(module) if m.outcome == "survived" and m.key not in explained]:
         out = cosmic_ray("cosmic-ray", "mutate-and-test", module, f"core/{survivor.operator}",
                          str(survivor.occurrence), command, cwd=work)
         outcome = _recheck_outcome(json.loads(out))
@@ -253,12 +255,18 @@ def mutate(module: str) -> list[Mutant]:
     return mutants(cosmic_ray("cosmic-ray", "dump", "session.sqlite", cwd=work))
 
 
+def explained_keys(module: str, found: list[Mutant], equivalents: dict[str, str]) -> dict[str, str]:
+    """The equivalents list, plus each surviving mutant inside an annotation Python never evaluates."""
+    source = REPO / module
+    spans = unevaluated_annotations(source.read_text()) if source.is_file() else []
+    survivors = [m for m in found if m.outcome == "survived"]
+    return {**equivalents, **{m.key: ANNOTATION_REASON for m in survivors if in_annotation(m, spans)}}
+
+
 def report(module: str, found: list[Mutant], equivalents: dict[str, str]) -> bool:
     """Print the module's figures and survivors; True when it meets the threshold."""
     survivors = [m for m in found if m.outcome == "survived"]
-    source = REPO / module
-    spans = unevaluated_annotations(source.read_text()) if source.is_file() else []
-    equivalents = {**equivalents, **{m.key: ANNOTATION_REASON for m in survivors if in_annotation(m, spans)}}
+    equivalents = explained_keys(module, found, equivalents)
     explained = [m for m in survivors if m.key in equivalents]
     # Only survivors are excused: a key also names a killed sibling (NumberReplacer's n-1 and n+1 at one spot).
     counted = [m for m in found if m not in explained and m.outcome != "incompetent"]

@@ -14,6 +14,7 @@ from jobs.render import (
     RenderError,
     SignalLead,
     checkpoint_signal_lead,
+    enroot_uri,
     local_target,
     precompile_key,
     render_job,
@@ -44,7 +45,7 @@ def test_torchrun_gets_the_shutdown_timeout_docs_jobs_md_states() -> None:
 
 @pytest.mark.parametrize(("limit", "seconds"), [
     ("1-00:00:30", 86430), ("1-00:01:30", 86490), ("1-2", 93600), ("01:00:30", 3630), ("90", 5400),
-    ("2:30", 150), ("0", None),
+    ("2:30", 150), ("01:02:03", 3723), ("0", None),
 ])
 def test_slurm_time_limits_in_seconds(limit: str, seconds: int | None) -> None:
     """sbatch(1) --time: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S."""
@@ -123,3 +124,8 @@ def test_the_partition_description_names_devices_and_efa() -> None:
     config, _ = load_stack("dev")
     assert target_for_partition(config, "dev", "gpu").description == \
         "partition gpu: g5.12xlarge, 4 x A10G per node, no EFA"
+
+
+def test_a_docker_hub_namespace_that_sorts_before_localhost_is_no_registry() -> None:
+    """Only the exact name `localhost` is a registry without a dot or colon (Docker's splitDockerDomain)."""
+    assert enroot_uri("acme/train:1") == "docker://acme/train:1"
