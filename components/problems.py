@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`did you mean 'x'? ` for the closest known name, or "" when none is close (difflib, cutoff 0.6)."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}? " if close else ""
 
 
 def plural(count: int, noun: str) -> str:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
 from components import catalog
 from components.config import ClusterConfig
+from components.problems import did_you_mean
 from jobs.training.peaks import PEAK_BF16_FLOPS
 from scripts.advise.models import AdviseError
 
@@ -33,8 +33,7 @@ def partition_hardware(config: ClusterConfig, stack: str, name: str) -> Partitio
     kind and count (the partition-accelerators rule) but not always one memory size (p4d's A100s have 40 GiB,
     p4de's 80): Karpenter may launch either, so the smaller is what a job can count on."""
     if name not in config.partitions:
-        close = difflib.get_close_matches(name, list(config.partitions), n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = did_you_mean(name, config.partitions)
         raise AdviseError(f"stack {stack} has no partition {name!r}; {hint}partitions: {', '.join(config.partitions)}")
     partition = config.partitions[name]
     types = [catalog.lookup(t) for t in partition.instance_types]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
+from components.problems import did_you_mean
 from jobs.training.presets import LLAMA3_VOCAB, PRESETS, ModelShape, ffn_hidden_dim
 
 # The SwiGLU width a custom shape gets without --ffn-dim: torchtitan's rule with Llama 2's multiple_of=256
@@ -32,8 +32,7 @@ class Model:
 
 def preset_model(name: str) -> Model:
     if name not in PRESETS:
-        close = difflib.get_close_matches(name, list(PRESETS), n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = did_you_mean(name, PRESETS)
         raise AdviseError(f"no model preset {name!r}; {hint}presets: {', '.join(PRESETS)} "
                           "(or give a shape: --dim --layers --heads)")
     return Model(name, PRESETS[name], preset=True)
