@@ -54,8 +54,8 @@ lint: setup-extras
 # built once); the Slurm tests then alone: one local Slurm at a time.
 TEST_WORKERS ?= 2
 test: setup-extras system-packages xla-venv lint
-	$(BIN)/pytest -q -m "not slurm" -n $(TEST_WORKERS) --dist loadfile
-	$(BIN)/pytest -q -m slurm
+	$(BIN)/pytest -q -m "not slurm" -n $(TEST_WORKERS) --dist loadfile --durations=30
+	$(BIN)/pytest -q -m slurm --durations=15
 
 # Refresh tests/golden/ from the current program; review the diff before committing it.
 golden: setup
