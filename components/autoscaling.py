@@ -17,7 +17,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.cluster import SYSTEM_NODE_SELECTOR
-from components.config import ClusterConfig, duration_seconds
+from components.config import ClusterConfig
+from components.config_base import duration_seconds
 from components.names import SLURM_NAMESPACE
 from components.slinky.charts import KEDA, KUBE_PROMETHEUS_STACK, release
 from components.slinky.specs import API_VERSION

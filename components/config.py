@@ -7,58 +7,16 @@ can read partitions without Pulumi installed.
 
 from __future__ import annotations
 
-import ipaddress
-import re
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, ValidationInfo, field_validator
+
+from components.config_base import Cidr, Duration, FsxEvent, Model, SlurmTime
+from components.teams import Account, Identity, Priority, Qos, SlurmName
 
 CONFIG_NAMESPACE = "slurm-eks"
 CONFIG_KEY = "cluster"
 FULL_KEY = f"{CONFIG_NAMESPACE}:{CONFIG_KEY}"
-
-# Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or unlimited.
-_SLURM_TIME = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{2}|\d+:\d{2}:\d{2}|\d+-\d+(:\d{2}){0,2})$")
-_DURATION = re.compile(r"^([0-9]+[hms])+$")  # the subset of Go durations Karpenter accepts
-
-
-def _cidr(value: str) -> str:
-    try:
-        return str(ipaddress.ip_network(value, strict=True))
-    except ValueError as exc:
-        raise ValueError(f"not a CIDR block ({exc}); write it like 10.0.0.0/16") from None
-
-
-def _duration(value: str) -> str:
-    if not _DURATION.match(value):
-        raise ValueError("not a duration; use hours, minutes and seconds such as 10m, 1h30m or 90s")
-    return value
-
-
-def duration_seconds(value: str) -> int:
-    """"1h30m" -> 5400."""
-    unit = {"h": 3600, "m": 60, "s": 1}
-    return sum(int(n) * unit[u] for n, u in re.findall(r"(\d+)([hms])", value))
-
-
-def _slurm_time(value: str) -> str:
-    if not _SLURM_TIME.match(value):
-        raise ValueError("not a Slurm time limit; use minutes, HH:MM:SS, D-HH:MM:SS or UNLIMITED")
-    return value
-
-
-Cidr = Annotated[str, AfterValidator(_cidr)]
-SlurmTime = Annotated[str, AfterValidator(_slurm_time)]
-Duration = Annotated[str, AfterValidator(_duration)]
-FsxEvent = Literal["NEW", "CHANGED", "DELETED"]
-
-
-class Model(BaseModel):
-    """camelCase keys in YAML, snake_case in Python; unknown keys are errors; values are immutable."""
-
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
-
 
 class Deployer(Model):
     """Where `pulumi up` runs (laptop, CI runner): it creates Helm releases and Kubernetes objects through
@@ -141,7 +99,9 @@ class Login(Model):
     replicas: int = Field(1, ge=0)
     # Source ranges of the login NLB; empty means an internal NLB reachable only inside the VPC.
     allowed_cidrs: list[Cidr] = Field(default_factory=list)
-    ssh_keys: list[str] = Field(default_factory=list)
+    # root's authorized keys. Empty (the default): root cannot log in; people log in as themselves
+    # (`slurm.identity`). Listing keys here is how a stack says it wants root logins.
+    root_ssh_keys: list[str] = Field(default_factory=list)
     allow_public_ssh: bool = False
 
 
@@ -168,6 +128,11 @@ class Slurm(Model):
     accounting: Accounting = Field(default_factory=Accounting)
     login: Login = Field(default_factory=Login)
     restapi: RestApi = Field(default_factory=RestApi)
+    identity: Identity = Field(default_factory=Identity)
+    # The Slurm account tree, QoS and fair-share weights, reconciled with sacctmgr after each `pulumi up`.
+    accounts: dict[SlurmName, Account] = Field(default_factory=dict)
+    qos: dict[SlurmName, Qos] = Field(default_factory=dict)
+    priority: Priority = Field(default_factory=Priority)
 
 
 class Partition(Model):
@@ -184,6 +149,8 @@ class Partition(Model):
     image: str | None = None
     # How long a node may sit idle (no Slurm job) before it is given back to EC2.
     idle_timeout: Duration = "10m"
+    # Slurm accounts (`slurm.accounts`) whose jobs may run here (AllowAccounts=); empty: every account.
+    accounts: list[SlurmName] = Field(default_factory=list)
 
 
 class ClusterConfig(Model):

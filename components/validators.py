@@ -291,20 +291,20 @@ def login_public_ssh(c: ClusterConfig) -> Iterator[Finding]:
 
 @rule("login-ssh-keys")
 def login_ssh_keys(c: ClusterConfig) -> Iterator[Finding]:
-    for i, key in enumerate(c.slurm.login.ssh_keys):
+    for i, key in enumerate(c.slurm.login.root_ssh_keys):
         if "PRIVATE KEY" in key:
-            yield Finding(f"slurm.login.sshKeys[{i}]", "[a private key]",
+            yield Finding(f"slurm.login.rootSshKeys[{i}]", "[a private key]",
                           "this is a PRIVATE key: never put it in a stack file",
                           "remove it now, rotate it, and list the matching public key (~/.ssh/id_*.pub)")
         elif not SSH_KEY.match(key.strip()):
-            yield Finding(f"slurm.login.sshKeys[{i}]", key[:40],
+            yield Finding(f"slurm.login.rootSshKeys[{i}]", key[:40],
                           "not an OpenSSH public key", "paste one line of ~/.ssh/id_ed25519.pub")
 
 
 @rule("login-no-keys", "warning")
 def login_no_keys(c: ClusterConfig) -> Iterator[Finding]:
-    if c.slurm.login.replicas and not c.slurm.login.ssh_keys:
-        yield Finding("slurm.login.sshKeys", [], "no SSH keys: nobody can log in as root",
+    if c.slurm.login.replicas and not c.slurm.login.root_ssh_keys:
+        yield Finding("slurm.login.rootSshKeys", [], "no SSH keys: nobody can log in as root",
                       "add your public keys, or configure SSSD/LDAP users")
 
 

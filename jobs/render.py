@@ -19,7 +19,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import TypeAdapter, ValidationError
 
 from components import catalog
-from components.config import ClusterConfig, Fsx, SlurmTime
+from components.config import ClusterConfig, Fsx
+from components.config_base import SlurmTime
 from components.slinky.images import training_image
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"

@@ -205,8 +205,8 @@ def loginset_spec(config: ClusterConfig, vpc_cidr: pulumi.Input[str], partitions
             SHARED_VOLUME, {"name": "partitions", "configMap": {"name": partitions_config_map}}]}},
         "service": login_service(config, vpc_cidr),
     }
-    if login.ssh_keys:
-        spec["rootSshAuthorizedKeys"] = "".join(f"{k.strip()}\n" for k in login.ssh_keys)
+    if login.root_ssh_keys:
+        spec["rootSshAuthorizedKeys"] = "".join(f"{k.strip()}\n" for k in login.root_ssh_keys)
     return spec
 
 

@@ -193,9 +193,9 @@ def test_a_repository_path_must_be_a_clean_absolute_directory(path: str) -> None
 def test_a_line_that_is_no_public_key_is_shown_by_its_first_40_characters() -> None:
     raw = raw_config("dev")
     line = "AAAAC3NzaC1lZDI1NTE5AAAAIProdExampleKeyReplaceMeWithYourOwnPublicKey000 oncall@example.com"
-    raw["slurm"]["login"]["sshKeys"] = [line]  # the key without its `ssh-ed25519` type
+    raw["slurm"]["login"]["rootSshKeys"] = [line]  # the key without its `ssh-ed25519` type
     assert _messages(raw, "login-ssh-keys") == [
-        ("slurm.login.sshKeys[0]", "AAAAC3NzaC1lZDI1NTE5AAAAIProdExampleKeyR", "not an OpenSSH public key")]
+        ("slurm.login.rootSshKeys[0]", "AAAAC3NzaC1lZDI1NTE5AAAAIProdExampleKeyR", "not an OpenSSH public key")]
 
 
 @pytest.mark.parametrize(("image", "refused"), [("ubuntu:latest", True), ("ubuntu", True),

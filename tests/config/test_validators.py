@@ -99,11 +99,11 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
     "login-public-ssh": [("dev", _set("slurm.login.allowedCidrs", ["0.0.0.0/0"]), "slurm.login.allowedCidrs[0]",
                           "open to the whole internet")],
     "login-ssh-keys": [
-        ("dev", _set("slurm.login.sshKeys", ["-----BEGIN OPENSSH PRIVATE KEY----- abc"]), "slurm.login.sshKeys[0]",
-         "PRIVATE key"),
-        ("dev", _set("slurm.login.sshKeys", ["hello"]), "slurm.login.sshKeys[0]", "not an OpenSSH public key"),
+        ("dev", _set("slurm.login.rootSshKeys", ["-----BEGIN OPENSSH PRIVATE KEY----- abc"]),
+         "slurm.login.rootSshKeys[0]", "PRIVATE key"),
+        ("dev", _set("slurm.login.rootSshKeys", ["hello"]), "slurm.login.rootSshKeys[0]", "not an OpenSSH public key"),
     ],
-    "login-no-keys": [("dev", _set("slurm.login.sshKeys", []), "slurm.login.sshKeys", "nobody can log in")],
+    "login-no-keys": [("dev", _set("slurm.login.rootSshKeys", []), "slurm.login.rootSshKeys", "nobody can log in")],
     "slurm-version": [
         ("dev", _set("slurm.version", "24.11"), "slurm.version", "25.11 and newer"),
         ("dev", _set("slurm.version", "latest"), "slurm.version", "25.11 and newer"),

@@ -48,7 +48,7 @@ def test_the_internet_only_when_the_config_says_so() -> None:
 
 def test_login_trusts_the_configured_keys() -> None:
     (login,) = objects(shipped_plan("prod"), "LoginSet").values()
-    keys = config_of(variant("prod", lambda _: None)).slurm.login.ssh_keys
+    keys = config_of(variant("prod", lambda _: None)).slurm.login.root_ssh_keys
     assert login["spec"]["rootSshAuthorizedKeys"].splitlines() == keys
     assert login["spec"]["sssdConfRef"] == {"name": "slurm-sssd", "key": "sssd.conf"}
     assert "slurm-sssd" in objects(shipped_plan("prod"), "Secret")

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from components import catalog
-from components.config import ClusterConfig, duration_seconds
+from components.config import ClusterConfig
+from components.config_base import duration_seconds
 from components.scheduling import DEVICE_RESOURCES, EFA_RESOURCE
 from components.slinky.images import training_image
 from components.slinky.specs import partitions_document
