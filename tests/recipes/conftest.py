@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import require_module
+
 os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: a test that reaches for the Hub fails
 RECIPE_DEPS = "pip install -e '.[recipes,data]': the recipe's tests need it"
+# DeepSpeed's JIT ops (torch.utils.cpp_extension) build into TORCH_EXTENSIONS_DIR under a lock file that a killed
+# build leaves behind, and the next build waits on it forever (FileBaton.wait has no timeout): that hung a CI
+# run. The tests' own directory, which only this session's DeepSpeed runs use (one test module, one xdist worker).
+EXTENSIONS_DIR = Path(__file__).resolve().parents[2] / "build" / "torch_extensions"
+os.environ["TORCH_EXTENSIONS_DIR"] = str(EXTENSIONS_DIR)
+# deepspeed_shm_comm (the CPU accelerator's shared-memory collectives) compiles in about 6 minutes here.
+OPS_BUILD_TIMEOUT_S = 1800
 
 WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "seven", "cats", "watch",
          "from", "the", "old", "stone", "wall"]
@@ -53,3 +64,23 @@ def build_tiny_llama(root: Path) -> Path:
 def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The model directory; its corpus is `tiny_llama.parent / "data.jsonl"`."""
     return build_tiny_llama(tmp_path_factory.mktemp("recipes"))
+
+
+@pytest.fixture(scope="session")
+def deepspeed_ops() -> Path:
+    """DeepSpeed's shared-memory collectives built before any timed run: a lock left by an earlier killed
+    build is removed first (nothing else builds into EXTENSIONS_DIR), and a build cut short here removes its
+    own lock, so no run waits on a dead one."""
+    require_module("deepspeed", RECIPE_DEPS)
+    EXTENSIONS_DIR.mkdir(parents=True, exist_ok=True)
+    for lock in EXTENSIONS_DIR.glob("*/lock"):
+        lock.unlink()
+    code = "from deepspeed.comm.torch import build_shm_op; build_shm_op()"
+    try:
+        built = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=OPS_BUILD_TIMEOUT_S)
+    finally:
+        for lock in EXTENSIONS_DIR.glob("*/lock"):
+            lock.unlink()
+    assert built.returncode == 0, built.stderr[-4000:]
+    return EXTENSIONS_DIR

@@ -17,7 +17,7 @@ from jobs.recipes.deepspeed_config import zero3_config
 from tests.conftest import require_module
 from tests.jobs import runs
 from tests.jobs.runs import Run, once_at_step
-from tests.recipes.conftest import RECIPE_DEPS
+from tests.recipes.conftest import OPS_BUILD_TIMEOUT_S, RECIPE_DEPS
 
 for _name in ("transformers", "peft", "tokenizers"):
     require_module(_name, RECIPE_DEPS)
@@ -33,9 +33,6 @@ TINY = ["--max-seq-length", "16", "--per_device_train_batch_size", "4", "--gradi
         "--learning_rate", "1e-3", "--warmup_ratio", "0.1", "--max_steps", str(STEPS), "--save_steps", "4",
         "--logging_steps", "1", "--stop-check-every", "1"]  # fmt: skip
 TIMEOUT_S = 300  # two workers importing transformers take most of a minute on a loaded 2-core machine
-# DeepSpeed's CPU accelerator compiles its shared-memory collectives (deepspeed_shm_comm) on first use, into
-# ~/.cache/torch_extensions: about 6 minutes here, once.
-DEEPSPEED_TIMEOUT_S = 900
 
 
 EventHook = Callable[[dict[str, object], subprocess.Popen[str]], None]
@@ -122,7 +119,9 @@ def test_stop_file_preempts_and_the_resumed_run_matches(
         assert torch.equal(tensor, uninterrupted[name]), name
 
 
-def test_deepspeed_zero3_trains_preempts_and_resumes_on_the_cpu(tiny_llama: Path, tmp_path: Path) -> None:
+@pytest.mark.timeout(OPS_BUILD_TIMEOUT_S + 2 * TIMEOUT_S)  # the first session here builds DeepSpeed's op
+def test_deepspeed_zero3_trains_preempts_and_resumes_on_the_cpu(tiny_llama: Path, tmp_path: Path,
+                                                                deepspeed_ops: Path) -> None:
     """The generated ZeRO-3 config through the Trainer: DeepSpeed 0.19.8 runs it on its CPU accelerator over
     gloo, each of the 2 ranks holding a shard of parameters and optimizer state, and the contract holds."""
     require_module("deepspeed", RECIPE_DEPS)
@@ -130,8 +129,7 @@ def test_deepspeed_zero3_trains_preempts_and_resumes_on_the_cpu(tiny_llama: Path
     config.write_text(json.dumps(zero3_config(offload=False)))
     out = tmp_path / "zero3"
     flags = ("--bf16", "--deepspeed", str(config), "--max_steps", "6")
-    first = recipe(tiny_llama, out, *flags, on_event=once_at_step(2, lambda _: runs.stop_file(out).touch()),
-                   timeout=DEEPSPEED_TIMEOUT_S)  # fmt: skip
+    first = recipe(tiny_llama, out, *flags, on_event=once_at_step(2, lambda _: runs.stop_file(out).touch()))
     step = int(first.last("preempted")["step"])  # type: ignore[call-overload]
     assert 2 <= step < 6
     shards = out / f"checkpoint-{step}" / f"global_step{step}"
@@ -139,7 +137,7 @@ def test_deepspeed_zero3_trains_preempts_and_resumes_on_the_cpu(tiny_llama: Path
         f"{kind}zero_pp_rank_{rank}_mp_rank_00_{what}_states.pt"
         for rank in (0, 1) for kind, what in (("", "model"), ("bf16_", "optim"))}  # fmt: skip
 
-    second = recipe(tiny_llama, out, *flags, timeout=DEEPSPEED_TIMEOUT_S)
+    second = recipe(tiny_llama, out, *flags)
     assert second.last("start")["resume_from"] == str(out / f"checkpoint-{step}")
     assert [e["step"] for e in second.events if "loss" in e] == list(range(step + 1, 7))
     assert json.loads((out / "DONE").read_text())["step"] == 6
