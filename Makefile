@@ -11,13 +11,20 @@ EXTRAS := $(VENV)/.installed-extras
 
 .PHONY: setup setup-extras system-packages xla-venv plan test lint golden bench bench-gpu crds mutate clean
 
-# Debian packages the tests use (shellcheck for rendered job scripts). The local Slurm daemons are
-# installed by `slurm-eks local up`, which the test suite runs itself.
+# Debian packages the tests use: shellcheck (rendered job scripts), sssd-tools and sssd-ldap (`sssctl
+# config-check`, sssd against a test directory), openssh-server (`sshd -T`), slapd and ldap-utils (that test
+# directory). No service of theirs is started: a policy-rc.d answers "no" while apt installs them (libnss-sss
+# and libpam-sss still add sss to nsswitch.conf and PAM, harmless while no sssd runs). The local Slurm daemons
+# are installed by `slurm-eks local up`, which the test suite runs itself.
+SYSTEM_PACKAGES := shellcheck sssd-tools sssd-ldap openssh-server slapd ldap-utils
 system-packages:
-	@command -v shellcheck >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends shellcheck; \
-	  else echo "install shellcheck (apt-get install shellcheck) to run every test"; fi; }
+	@missing="$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null \
+	  | grep -qx installed || echo $$p; done)"; [ -z "$$missing" ] || { \
+	  if [ "$$(id -u)" = 0 ]; then guard=; [ -e /usr/sbin/policy-rc.d ] || { guard=1; \
+	      printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      $$missing; rc=$$?; [ -z "$$guard" ] || rm -f /usr/sbin/policy-rc.d; exit $$rc; \
+	  else echo "to run every test: apt-get install" $$missing; fi; }
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,9 +57,9 @@ xla-venv: $(XLA_VENV)/.installed
 lint: setup-extras
 	$(BIN)/ruff check .
 
-# Everything but the local Slurm tests on TEST_WORKERS processes (a test module stays on one, so its fixtures are
-# built once); the Slurm tests then alone: one local Slurm at a time.
-TEST_WORKERS ?= 2
+# Everything but the local Slurm tests on TEST_WORKERS processes (one per core, at least 2; a test module stays
+# on one, so its fixtures are built once); the Slurm tests then alone: one local Slurm at a time.
+TEST_WORKERS ?= $(shell n=$$(nproc); [ $$n -gt 2 ] && echo $$n || echo 2)
 test: setup-extras system-packages xla-venv lint
 	$(BIN)/pytest -q -m "not slurm" -n $(TEST_WORKERS) --dist loadfile --durations=30
 	$(BIN)/pytest -q -m slurm --durations=15

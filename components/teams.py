@@ -49,6 +49,8 @@ LoginName = Annotated[str, AfterValidator(_login_name)]
 SlurmName = Annotated[str, AfterValidator(_slurm_name)]
 # TRES limits as sacctmgr writes them (`GrpTRES=gres/gpu=64,cpu=512`), one entry per TRES; mem in MiB.
 Tres = Annotated[dict[str, Annotated[int, Field(ge=0)]], AfterValidator(_tres)]
+# One value of an sssd.conf line: a line break would start another option.
+OneLine = Annotated[str, Field(pattern=r"^[^\r\n]+$")]
 # Where a secret value comes from: a key of a Kubernetes Secret in the `slurm` namespace, or an AWS Secrets
 # Manager secret (its whole SecretString).
 SecretSource = Annotated[str, Field(pattern=r"^(k8s:[a-z0-9][-a-z0-9.]*/[-._a-zA-Z0-9]+|arn:aws[a-z-]*:secretsmanager:"
@@ -62,15 +64,15 @@ class Person(Model):
     # Supplementary groups (names under `identity.groups`); the first is the primary group.
     groups: list[LoginName] = Field(min_length=1)
     ssh_keys: list[str] = Field(default_factory=list)
-    shell: str = "/bin/bash"
+    shell: str = Field("/bin/bash", pattern=r"^/[^:\s]+$")  # an absolute path; no ':' (passwd's separator)
 
 
 class Ldap(Model):
     """An LDAP or Active Directory server, read through SSSD's ldap provider (sssd-ldap(5))."""
 
     uri: str = Field(pattern=r"^ldaps?://[^\s,]+$")
-    base_dn: str = Field(alias="baseDN", min_length=3)
-    bind_dn: str | None = Field(None, alias="bindDN")
+    base_dn: OneLine = Field(alias="baseDN", min_length=3)
+    bind_dn: OneLine | None = Field(None, alias="bindDN")
     bind_password: SecretSource | None = None
     # The CA that signed the server's certificate (PEM), from a Secret or Secrets Manager; unset: the
     # image's system CAs. Certificates are always verified (ldap_tls_reqcert = demand).
@@ -78,7 +80,8 @@ class Ldap(Model):
     # rfc2307 (posixAccount/posixGroup, OpenLDAP) or rfc2307bis / ad (memberOf groups, Active Directory).
     schema_: Literal["rfc2307", "rfc2307bis", "ad"] = Field("rfc2307", alias="schema")
     # Only members of these groups may log in (sssd's simple access provider); empty: every directory user.
-    allow_groups: list[str] = Field(default_factory=list)
+    # simple_allow_groups is a comma-separated list, so a name holds no comma.
+    allow_groups: list[Annotated[str, Field(pattern=r"^[^,\r\n]+$")]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _bind_pair(self) -> Ldap:

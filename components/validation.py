@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+import components.team_rules  # noqa: F401  (registers the rules on people, accounts and QoS)
 from components.config import FULL_KEY, ClusterConfig
 from components.problems import ConfigError, Problem
 from components.validators import run_validators
@@ -66,6 +67,8 @@ def config_path(loc: tuple[Any, ...]) -> str:
     """("partitions", "gpu", "instanceTypes", 0) -> "partitions.gpu.instanceTypes[0]"; a key that is empty or
     holds a dot, bracket or space is quoted, so every path names one place: `tags["a.b"]`, `[""]`."""
     out = ""
+    if loc and loc[-1] == "[key]":  # pydantic's marker for an error in a mapping's key: the path is the key
+        loc = loc[:-1]
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"

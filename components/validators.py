@@ -289,23 +289,27 @@ def login_public_ssh(c: ClusterConfig) -> Iterator[Finding]:
                           "policy pack's no-world-ssh rule also needs a waiver in policy/config/<stack>.json)")
 
 
-@rule("login-ssh-keys")
-def login_ssh_keys(c: ClusterConfig) -> Iterator[Finding]:
-    for i, key in enumerate(c.slurm.login.root_ssh_keys):
+def key_findings(path: str, keys: list[str]) -> Iterator[Finding]:
+    """Each entry must be one OpenSSH public key line, and never a private key."""
+    for i, key in enumerate(keys):
         if "PRIVATE KEY" in key:
-            yield Finding(f"slurm.login.rootSshKeys[{i}]", "[a private key]",
-                          "this is a PRIVATE key: never put it in a stack file",
+            yield Finding(f"{path}[{i}]", "[a private key]", "this is a PRIVATE key: never put it in a stack file",
                           "remove it now, rotate it, and list the matching public key (~/.ssh/id_*.pub)")
         elif not SSH_KEY.match(key.strip()):
-            yield Finding(f"slurm.login.rootSshKeys[{i}]", key[:40],
-                          "not an OpenSSH public key", "paste one line of ~/.ssh/id_ed25519.pub")
+            yield Finding(f"{path}[{i}]", key[:40], "not an OpenSSH public key",
+                          "paste one line of ~/.ssh/id_ed25519.pub")
+
+
+@rule("login-ssh-keys")
+def login_ssh_keys(c: ClusterConfig) -> Iterator[Finding]:
+    yield from key_findings("slurm.login.rootSshKeys", c.slurm.login.root_ssh_keys)
 
 
 @rule("login-no-keys", "warning")
 def login_no_keys(c: ClusterConfig) -> Iterator[Finding]:
-    if c.slurm.login.replicas and not c.slurm.login.root_ssh_keys:
-        yield Finding("slurm.login.rootSshKeys", [], "no SSH keys: nobody can log in as root",
-                      "add your public keys, or configure SSSD/LDAP users")
+    if c.slurm.login.replicas and not c.slurm.login.root_ssh_keys and c.slurm.identity.mode == "none":
+        yield Finding("slurm.identity", {}, "no users and no directory: nobody can log in to the login pods",
+                      "declare people under slurm.identity.users (or slurm.identity.ldap)")
 
 
 @rule("slurm-version")

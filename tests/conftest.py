@@ -1,5 +1,10 @@
-"""Shared fixtures: where the repository and the upstream reference material (../shared) live, and how a
-test says that something it needs is missing."""
+"""Shared fixtures: where the repository and the upstream reference material (../shared) live, how a
+test says that something it needs is missing, and the real local Slurm for tests marked `slurm`.
+
+Tests marked `@pytest.mark.slurm` get the local Slurm (`slurm.local.up()`, once per session) automatically.
+Under CI=true a cluster that cannot come up fails the tests; elsewhere they are skipped with the reason. The
+cluster is left running (a second session finds it up and goes on at once).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,8 @@ from typing import NoReturn
 import pytest
 
 from scripts.manifests.manifest_schema import SchemaRegistry
+from slurm import local
+from slurm.local.packages import missing_packages
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("SLURM_EKS_SHARED", REPO.parent / "shared"))
@@ -61,3 +68,30 @@ def require_module(name: str, hint: str) -> ModuleType:
         return importlib.import_module(name)
     except ImportError:
         unavailable(f"{name} is not installed ({hint})")
+
+
+def _local_slurm_unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "the local Slurm needs root (it starts munge, MariaDB and the Slurm daemons)"
+    missing = missing_packages()
+    if missing and shutil.which("apt-get") is None:
+        return f"Slurm packages {', '.join(missing)} are missing and apt-get is not available"
+    return None
+
+
+@pytest.fixture(scope="session")
+def local_slurm() -> local.ClusterStatus:
+    reason = _local_slurm_unavailable()
+    if reason:
+        unavailable(reason)
+    try:
+        return local.up()
+    except local.LocalSlurmError as exc:
+        unavailable(f"the local Slurm did not come up: {exc}")
+        raise
+
+
+@pytest.fixture(autouse=True)
+def _local_slurm_for_marked_tests(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("slurm") is not None:
+        request.getfixturevalue("local_slurm")

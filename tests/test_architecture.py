@@ -155,6 +155,11 @@ def layering_violations(project: Project) -> list[str]:
             for target in sorted(project.reachable(module)):
                 if target.split(".")[0] in ("pulumi", "pulumi_aws", "pulumi_eks", "pulumi_kubernetes"):
                     found.append(f"{module} reaches {target}: the job client runs on the login pod without Pulumi")
+    for module in project.modules:
+        if _under(module, "slurm.accounts"):
+            found += [f"{module} reaches {target}: the accounts reconcile runs on the login image's python3 "
+                      "(standard library only)" for target in sorted(project.reachable(module))
+                      if not (_stdlib(target) or _under(target, "slurm.accounts"))]
     if "jobs.train" in project.modules:
         for target in sorted(project.reachable("jobs.train")):
             if not (_stdlib(target) or target.split(".")[0] == "torch" or _under(target, "jobs")

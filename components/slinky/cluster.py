@@ -2,16 +2,19 @@
 
 Controller (slurmctld) with persistent save-state, Accounting (slurmdbd) on a real MariaDB, RestApi
 (slurmrestd), a LoginSet behind an NLB, and one NodeSet (slurmd) per partition. The Slurm key and JWT key
-are random, generated once, and live only in Kubernetes Secrets (secret in Pulumi's state too).
+are random, generated once, and live only in Kubernetes Secrets (secret in Pulumi's state too). Who may log in
+and whose jobs run: `slurm.identity`, through components/slinky/identity.py.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
@@ -19,10 +22,19 @@ from components.accounting_db import AccountingDatabase, AccountingDatabaseArgs
 from components.config import ClusterConfig
 from components.names import SLURM_NAMESPACE
 from components.scheduling import partition_instance
-from components.slinky import slurm_conf, specs
+from components.slinky import identity, slurm_conf, specs
+from components.slinky.accounts import accounts_reconcile
 from components.slinky.state_storage import StateStorage
+from components.teams import Identity
 
 PARTITIONS_CONFIG_MAP = "slurm-eks-partitions"
+
+
+def secret_key(data: dict[str, str] | None, secret: str, key: str) -> str:
+    """One key of a Secret as read from the API server, whose `data` values are base64."""
+    if not data or key not in data:
+        raise ValueError(f"Secret {SLURM_NAMESPACE}/{secret} has no key {key!r}")
+    return base64.b64decode(data[key]).decode()
 
 
 @dataclass(frozen=True)
@@ -55,8 +67,12 @@ class SlurmCluster(pulumi.ComponentResource):
         base: list[pulumi.Resource] = [self.namespace]
         auth = [self._random_secret(f"{name}-slurm-key", specs.SLURM_KEY, 1024, base),
                 self._random_secret(f"{name}-jwt-key", specs.JWT_KEY, 128, base)]
+        people = c.slurm.identity
         sssd = self._object(f"{name}-sssd", k8s.core.v1.Secret, specs.SSSD.name, base,
-                            string_data={specs.SSSD.key: specs.SSSD_CONF})
+                            string_data=self._sssd_files(name, people))
+        # Declared people: the pods' init containers add them (identity.pod_identity); a directory needs none.
+        people_files = [self._object(f"{name}-identity", k8s.core.v1.ConfigMap, specs.IDENTITY_CONFIG_MAP, base,
+                                     data=identity.account_files(people))] if people.mode == "users" else []
         instances = {pname: partition_instance(p) for pname, p in c.partitions.items()}
         files = slurm_conf.config_files(instances)
         config_maps = [self._object(f"{name}-{cm}", k8s.core.v1.ConfigMap, cm, base, data=data)
@@ -75,11 +91,13 @@ class SlurmCluster(pulumi.ComponentResource):
         controller = self._slinky(
             f"{name}-controller", "Controller", specs.CONTROLLER,
             specs.controller_spec(c, args.cluster_name, args.storage.storage_class, list(files)),
-            [*ready, *config_maps, accounting])
-        members = [*ready, controller]
+            [*ready, *config_maps, *people_files, accounting])
+        members = [*ready, controller, sssd, *people_files]
+        # sacctmgr made to match slurm.accounts/qos once slurmctld and slurmdbd are there (a Job, after each up)
+        accounts_reconcile(name, self, args.provider, c, args.cluster_name, [controller, accounting, auth[0]])
         self._slinky(f"{name}-restapi", "RestApi", specs.CONTROLLER, specs.restapi_spec(c), members)
         self._slinky(f"{name}-login", "LoginSet", specs.CONTROLLER,
-                     specs.loginset_spec(c, args.vpc_cidr, PARTITIONS_CONFIG_MAP), [*members, sssd, partitions])
+                     specs.loginset_spec(c, args.vpc_cidr, PARTITIONS_CONFIG_MAP), [*members, partitions])
         # The autoscaler owns replicas once the NodeSet exists; a later `pulumi up` must not reset them.
         self.nodesets = {
             pname: self._slinky(f"{name}-nodeset-{pname}", "NodeSet", pname, specs.nodeset_spec(pname, c), members,
@@ -91,6 +109,31 @@ class SlurmCluster(pulumi.ComponentResource):
                 **fields: Any) -> Any:
         return kind(name, metadata={"name": object_name, "namespace": SLURM_NAMESPACE}, **fields,
                     opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=depends_on))
+
+    def _sssd_files(self, name: str, people: Identity) -> dict[str, pulumi.Input[str]]:
+        """The `slurm-sssd` Secret. A directory's bind password and CA are read when `pulumi up` runs, so an
+        offline plan shows sssd.conf as unknown."""
+        ldap = people.ldap
+        if ldap is None:
+            return {identity.SSSD_CONF_KEY: identity.sssd_conf(people)}
+        password = self._secret_value(f"{name}-ldap-bind-password", ldap.bind_password) if ldap.bind_password \
+            else None
+        files: dict[str, pulumi.Input[str]] = {identity.SSSD_CONF_KEY: pulumi.Output.secret(
+            pulumi.Output.from_input(password).apply(lambda value: identity.sssd_conf(people, value)))}
+        if ldap.ca_certificate:
+            files[identity.LDAP_CA_KEY] = self._secret_value(f"{name}-ldap-ca", ldap.ca_certificate)
+        return files
+
+    def _secret_value(self, name: str, source: str) -> pulumi.Output[str]:
+        """A `SecretSource` (components/teams.py): a key of a Secret in the slurm namespace, which must exist
+        before the `pulumi up` that reads it, or the SecretString of a Secrets Manager secret."""
+        if not source.startswith("k8s:"):
+            return aws.secretsmanager.get_secret_version_output(
+                secret_id=source, opts=pulumi.InvokeOutputOptions(parent=self)).secret_string
+        secret, key = source.removeprefix("k8s:").split("/", 1)
+        read = k8s.core.v1.Secret.get(name, f"{SLURM_NAMESPACE}/{secret}",
+                                      opts=pulumi.ResourceOptions(parent=self, provider=self._provider))
+        return pulumi.Output.secret(read.data.apply(lambda data: secret_key(data, secret, key)))
 
     def _random_secret(self, name: str, key: specs.SecretKey, length: int,
                        depends_on: list[pulumi.Resource]) -> k8s.core.v1.Secret:

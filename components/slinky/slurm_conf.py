@@ -11,6 +11,10 @@ merges only SlurmctldParameters, AuthInfo and AuthAltParameters with extraConf; 
 (`CgroupPlugin=cgroup/v2`, `IgnoreSystemd=yes`) only when no configFileRefs ConfigMap has one, so ours
 keeps those two lines. Keys and values: slurm.conf(5) and cgroup.conf(5) of Slurm 25.11 (SchedMD/slurm
 slurm-25-11-6-1, doc/man/man5).
+
+A stack that declares Slurm accounts (`slurm.accounts`, reconciled by components/slinky/accounts.py) gets
+fair-share priorities and enforced limits (`accounting_conf`), and partitions limited to some accounts an
+`AllowAccounts=` list.
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ SLURM_CONF: dict[str, str] = {
     "TaskPlugin": "task/cgroup,task/affinity",
     "ProctrackType": "proctrack/cgroup",
     "JobAcctGatherType": "jobacct_gather/cgroup",
+    # slurmstepd answers the job's user and groups (sent by the login pod's sackd with Slinky's
+    # AuthInfo=use_client_ids) to the step through nss_slurm, which Slinky's slurmd image lists first in
+    # nsswitch.conf: steps resolve people without a directory on the compute pods (SchedMD/slurm
+    # slurm-25-11-6-1 doc/html/nss_slurm.shtml, doc/man/man5/slurm.conf.5 LaunchParameters).
+    "LaunchParameters": "enable_nss_slurm",
 }
 GPU_CONF: dict[str, str] = {
     "GresTypes": "gpu",
@@ -54,6 +63,30 @@ def has_gpu_partition(instances: dict[str, InstanceType]) -> bool:
 
 def lines(options: dict[str, str]) -> str:
     return "".join(f"{key}={value}\n" for key, value in options.items())
+
+
+def accounting_conf(config: ClusterConfig) -> dict[str, str]:
+    """slurm.conf lines for the stack's accounts, QoS and fair share; none while it declares no account."""
+    if not config.slurm.accounts:
+        return {}
+    priority = config.slurm.priority
+    return {
+        # The job's priority is the weighted sum of its factors (25.11's default plugin; 22.05's is
+        # priority/basic, first in first out).
+        "PriorityType": "priority/multifactor",
+        "PriorityWeightAge": str(priority.weights.age),
+        "PriorityWeightFairshare": str(priority.weights.fairshare),
+        "PriorityWeightJobSize": str(priority.weights.job_size),
+        "PriorityWeightPartition": str(priority.weights.partition),
+        "PriorityWeightQOS": str(priority.weights.qos),
+        "PriorityDecayHalfLife": priority.decay_half_life,
+        "PriorityMaxAge": priority.max_age,
+        # slurm.conf(5) AccountingStorageEnforce: associations, no job runs without an association;
+        # limits, association limits (GrpTRES, ...) apply; qos, a job needs a valid QoS and QoS limits
+        # apply; safe, where a TRES-minutes limit is set a job starts only if it can run to completion
+        # within it (it is never killed by the limit).
+        "AccountingStorageEnforce": "associations,limits,qos,safe",
+    }
 
 
 def controller_extra_conf(instances: dict[str, InstanceType]) -> str:
@@ -90,4 +123,7 @@ def partition_conf(name: str, config: ClusterConfig) -> str:
     options = [f"MaxTime={partition.max_time}", "State=UP"]
     if name == config.default_partition:
         options.append("Default=YES")
+    if partition.accounts:
+        # Only these accounts' jobs (and their sub-accounts': "This list is hierarchical").
+        options.append(f"AllowAccounts={','.join(partition.accounts)}")
     return " ".join(options)

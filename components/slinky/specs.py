@@ -13,7 +13,7 @@ from components import catalog
 from components.catalog import Resources
 from components.cluster import SYSTEM_NODE_SELECTOR
 from components.config import ClusterConfig, Partition
-from components.names import SHARED_MOUNT, SHARED_PVC
+from components.names import SHARED_MOUNT, SHARED_PVC, SHARED_VOLUME_NAME
 from components.scheduling import (
     device_requests,
     node_labels,
@@ -22,35 +22,20 @@ from components.scheduling import (
     partition_instance,
     tolerations_for,
 )
-from components.slinky import slurm_conf
+from components.slinky import identity, slurm_conf
 from components.slinky.images import slurm_image, training_image
 
 API_VERSION = "slinky.slurm.net/v1beta1"
 CONTROLLER = "slurm"  # the Controller and Accounting objects; also Slurm's ClusterName prefix
 STATE_SIZE = "16Gi"
-SHARED_VOLUME = {"name": "shared", "persistentVolumeClaim": {"claimName": SHARED_PVC}}
-SHARED_VOLUME_MOUNT = {"name": "shared", "mountPath": SHARED_MOUNT}
+SHARED_VOLUME = {"name": SHARED_VOLUME_NAME, "persistentVolumeClaim": {"claimName": SHARED_PVC}}
+SHARED_VOLUME_MOUNT = {"name": SHARED_VOLUME_NAME, "mountPath": SHARED_MOUNT}
 # NCCL and PyTorch data loaders exchange tensors through /dev/shm; the container default is 64 MiB.
 SHM_VOLUME = {"name": "shm", "emptyDir": {"medium": "Memory"}}
 SHM_VOLUME_MOUNT = {"name": "shm", "mountPath": "/dev/shm"}
 PARTITIONS_FILE = "/etc/slurm-eks/partitions.json"
 METRICS_ENDPOINTS = ["/metrics/partitions", "/metrics/nodes", "/metrics/jobs", "/metrics/scheduler"]
-# Slinky's chart default: local users only (root and slurm are filtered out of NSS).
-SSSD_CONF = """[sssd]
-config_file_version = 2
-services = nss,pam
-domains = DEFAULT
-
-[nss]
-filter_groups = root,slurm
-filter_users = root,slurm
-
-[pam]
-
-[domain/DEFAULT]
-id_provider = files
-auth_provider = files
-"""
+IDENTITY_CONFIG_MAP = "slurm-identity"  # the declared people (components/slinky/identity.py account_files)
 NLB_TYPE = "service.beta.kubernetes.io/aws-load-balancer-type"
 NLB_INTERNAL = "service.beta.kubernetes.io/aws-load-balancer-internal"
 
@@ -78,6 +63,8 @@ UNREQUESTED_HEADROOM = Resources(0, 512)
 # Slinky's logfile sidecar only copies slurmd's log FIFO to stdout (v1.2.1 internal/builder/common/scripts/
 # logfile.sh), but it too needs requests == limits for the pod to be Guaranteed.
 LOGFILE = Resources(100, 32)
+# The init container that adds the declared people to a pod: a shell script over a few small files.
+IDENTITY_SETUP = Resources(100, 64)
 
 
 def guaranteed(resources: Resources, extra: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
@@ -132,20 +119,42 @@ class Database:
     username: str
 
 
-def on_system_nodes() -> dict[str, Any]:
-    return {"spec": {"nodeSelector": SYSTEM_NODE_SELECTOR}}
+def pod_identity(config: ClusterConfig, kind: identity.PodKind, image: str) -> identity.PodIdentity:
+    return identity.pod_identity(config.slurm.identity, kind, image, IDENTITY_CONFIG_MAP, SSSD.name,
+                                 guaranteed(IDENTITY_SETUP))
+
+
+def with_mounts(container: dict[str, Any], pod: identity.PodIdentity) -> dict[str, Any]:
+    """The daemon container's spec (merged by Slinky into its own) with the identity's mounts added."""
+    mounts = [*container.get("volumeMounts", []), *pod.mounts]
+    return {**container, "volumeMounts": mounts} if mounts else container
+
+
+def pod_template(spec: dict[str, Any], pod: identity.PodIdentity) -> dict[str, Any]:
+    """A Slinky pod template (merged into the operator's pod: initContainers by name, volumes by name) with the
+    identity's volumes, init containers and annotations added."""
+    volumes = [*spec.get("volumes", []), *pod.volumes]
+    spec = {**spec, **({"volumes": volumes} if volumes else {}),
+            **({"initContainers": pod.init_containers} if pod.init_containers else {})}
+    return {**({"metadata": {"annotations": pod.annotations}} if pod.annotations else {}), "spec": spec}
+
+
+def on_system_nodes(pod: identity.PodIdentity | None = None) -> dict[str, Any]:
+    return pod_template({"nodeSelector": SYSTEM_NODE_SELECTOR}, pod or identity.PodIdentity())
 
 
 def controller_spec(config: ClusterConfig, cluster_name: str, storage_class: pulumi.Input[str],
                     config_maps: list[str]) -> dict[str, Any]:
     instances = {name: partition_instance(p) for name, p in config.partitions.items()}
     image = slurm_image(config.slurm, "slurmctld")
+    # REST (JWT) submissions are resolved by slurmctld itself (components/slinky/identity.py).
+    pod = pod_identity(config, "daemon", image)
     return {
         "clusterName": cluster_name,  # what sacct/sacctmgr show; one accounting database can hold several
         "slurmKeyRef": SLURM_KEY.ref,
         "jwtKeyRef": JWT_KEY.ref,
         "accountingRef": {"name": CONTROLLER},
-        "slurmctld": {"image": image},
+        "slurmctld": with_mounts({"image": image}, pod),
         "reconfigure": {"image": image},
         "logfile": logfile_sidecar(image),
         "configFileRefs": [{"name": n} for n in config_maps],
@@ -155,8 +164,8 @@ def controller_spec(config: ClusterConfig, cluster_name: str, storage_class: pul
         # Slurm's own OpenMetrics (MetricsType=metrics/openmetrics), scraped through a ServiceMonitor.
         "metrics": {"enabled": True, "serviceMonitor": {
             "enabled": True, "interval": "30s", "endpoints": [{"path": p} for p in METRICS_ENDPOINTS]}},
-        "template": on_system_nodes(),
-        "extraConf": slurm_conf.controller_extra_conf(instances),
+        "template": on_system_nodes(pod),
+        "extraConf": slurm_conf.controller_extra_conf(instances) + slurm_conf.lines(slurm_conf.accounting_conf(config)),
     }
 
 
@@ -172,11 +181,13 @@ def accounting_spec(config: ClusterConfig, db: Database) -> dict[str, Any]:
 
 
 def restapi_spec(config: ClusterConfig) -> dict[str, Any]:
+    image = slurm_image(config.slurm, "slurmrestd")
+    pod = pod_identity(config, "daemon", image)  # user names in requests (e.g. data_parser's USER_ID)
     return {
         "controllerRef": {"name": CONTROLLER},
         "replicas": config.slurm.restapi.replicas,
-        "slurmrestd": {"image": slurm_image(config.slurm, "slurmrestd")},
-        "template": on_system_nodes(),
+        "slurmrestd": with_mounts({"image": image}, pod),
+        "template": on_system_nodes(pod),
     }
 
 
@@ -193,16 +204,20 @@ def login_service(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> dict[st
 
 def loginset_spec(config: ClusterConfig, vpc_cidr: pulumi.Input[str], partitions_config_map: str) -> dict[str, Any]:
     login = config.slurm.login
+    image = slurm_image(config.slurm, "login")
+    pod = pod_identity(config, "login", image)
     spec: dict[str, Any] = {
         "controllerRef": {"name": CONTROLLER},
         "replicas": login.replicas,
         "sssdConfRef": SSSD.ref,
-        "login": {"image": slurm_image(config.slurm, "login"), "volumeMounts": [
+        "extraSshdConfig": identity.sshd_config(config.slurm.identity, root_keys=bool(login.root_ssh_keys)),
+        "login": with_mounts({"image": image, "volumeMounts": [
             SHARED_VOLUME_MOUNT,
             {"name": "partitions", "mountPath": PARTITIONS_FILE, "subPath": "partitions.json", "readOnly": True}]},
+            pod),
         # Volumes belong in the pod template: Slinky silently ignores them anywhere else.
-        "template": {"spec": {"nodeSelector": SYSTEM_NODE_SELECTOR, "volumes": [
-            SHARED_VOLUME, {"name": "partitions", "configMap": {"name": partitions_config_map}}]}},
+        "template": pod_template({"nodeSelector": SYSTEM_NODE_SELECTOR, "volumes": [
+            SHARED_VOLUME, {"name": "partitions", "configMap": {"name": partitions_config_map}}]}, pod),
         "service": login_service(config, vpc_cidr),
     }
     if login.root_ssh_keys:
@@ -222,21 +237,22 @@ def nodeset_spec(name: str, config: ClusterConfig) -> dict[str, Any]:
     instance = partition_instance(partition)
     devices = device_requests(instance, partition_efa_interfaces(partition))
     image = slurm_image(config.slurm, "slurmd")
+    pod = pod_identity(config, "compute", image)
     spec: dict[str, Any] = {
         "controllerRef": {"name": CONTROLLER},
         "replicas": partition.min_nodes,
-        "slurmd": {
+        "slurmd": with_mounts({
             "image": image,
             "resources": guaranteed(slurmd_resources(partition), devices),
             "volumeMounts": [SHARED_VOLUME_MOUNT, SHM_VOLUME_MOUNT],
-        },
+        }, pod),
         "logfile": logfile_sidecar(image),
         "partition": {"enabled": True, "config": slurm_conf.partition_conf(name, config)},
-        "template": {"spec": {
+        "template": pod_template({
             "nodeSelector": node_labels(name, instance),
             "tolerations": tolerations_for(node_taints(instance)),
             "volumes": [SHARED_VOLUME, SHM_VOLUME],
-        }},
+        }, pod),
         # New templates reach pods as they are replaced (autoscaling recycles them), never under a job.
         "updateStrategy": {"type": "OnDelete"},
         "workloadDisruptionProtection": True,

@@ -4,7 +4,7 @@ requests first: kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-ev
 
 The pod is the NodeSet's, as Slinky's operator renders it (v1.2.1 internal/builder/workerbuilder/
 worker_app.go: the `slurmd` container from `spec.slurmd`, the restartable `logfile` sidecar from
-`spec.logfile`, the rest from `spec.template.spec`).
+`spec.logfile`, the rest, init containers included, from `spec.template.spec`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ def slinky_pod(nodeset: dict[str, Any]) -> dict[str, Any]:
     """The NodeSet's pod spec as the operator renders it (only what QoS and scheduling read)."""
     spec = nodeset["spec"]
     logfile = {"name": "logfile", "restartPolicy": "Always", **spec.get("logfile", {})}
-    return {**spec.get("template", {}).get("spec", {}), "containers": [{"name": "slurmd", **spec.get("slurmd", {})}],
-            "initContainers": [logfile]}
+    template = spec.get("template", {}).get("spec", {})
+    return {**template, "containers": [{"name": "slurmd", **spec.get("slurmd", {})}],
+            "initContainers": [logfile, *({**c} for c in template.get("initContainers", []))]}
 
 
 def qos_class(pod: dict[str, Any]) -> str:

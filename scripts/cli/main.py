@@ -13,6 +13,7 @@ from rich.tree import Tree
 
 from components.problems import ConfigError, plural
 from components.stackfile import STACKS_DIR, load_stack
+from scripts.cli.accounts import accounts_app
 from scripts.cli.advise import advise
 from scripts.cli.check import check
 from scripts.cli.data import data_app
@@ -28,6 +29,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.add_typer(data_app, name="data")
+app.add_typer(accounts_app, name="accounts")
 app.command()(preflight)
 app.command()(policy)
 app.command()(check)
@@ -72,10 +74,11 @@ def _validate_manifests(stack: str, stacks_dir: Path, crd_dirs: list[Path]) -> i
                   "pip install -e '.[manifests]' (or make setup-extras)", highlight=False, markup=False)
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
     from scripts.offline.plan import run_plan
+    from scripts.offline.plan_model import known
 
     registry = SchemaRegistry.from_crd_dirs(crd_dirs)
     plan, _ = run_plan(stack, stacks_dir)
-    problems = [p for doc in plan.manifests() for p in validate_manifest(doc, registry)]
+    problems = [p for doc in plan.manifests() for p in validate_manifest(known(doc), registry)]
     for problem in problems:
         err.print(f"[red]error[/]\\[manifest] {problem}", highlight=False)
     if problems:

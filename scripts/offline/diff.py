@@ -6,7 +6,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
-from scripts.offline.plan_model import Plan, PlannedResource
+from scripts.offline.plan_model import Plan, PlannedResource, parse_json_text
 
 _MISSING = object()
 
@@ -49,6 +49,12 @@ def _comparable(r: PlannedResource) -> dict[str, Any]:
 
 
 def diff_values(old: Any, new: Any, path: str = "") -> list[PropertyChange]:
+    if isinstance(old, str) and isinstance(new, str):
+        # JSON in a string on both sides (a ConfigMap's document): compared inside, so one changed setting is
+        # one line at its path, not two whole documents.
+        old_doc, new_doc = parse_json_text(old), parse_json_text(new)
+        if not isinstance(old_doc, str) and not isinstance(new_doc, str):
+            return diff_values(old_doc, new_doc, path)
     if isinstance(old, dict) and isinstance(new, dict):
         out: list[PropertyChange] = []
         for key in sorted(old.keys() | new.keys(), key=str):

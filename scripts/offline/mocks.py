@@ -20,6 +20,8 @@ from components.config import CONFIG_KEY, CONFIG_NAMESPACE
 from scripts.offline.plan_model import PlannedResource, plain, sanitize
 
 ACCOUNT = "123456789012"
+# Invokes that read a secret's value, which nothing offline knows: the plan shows them unknown, never made up.
+SECRET_READS = ("aws:secretsmanager/getSecretVersion:getSecretVersion",)
 
 # EC2-style ID prefixes by resource type (the part after the module, e.g. "ec2/vpc:Vpc" -> "vpc").
 _ID_PREFIX = {
@@ -269,6 +271,20 @@ class RecordingMonitor(MockMonitor):
         ))
         return resource_pb2.RegisterResourceResponse(
             urn=urn, id=rid, object=json_format.ParseDict(state, struct_pb2.Struct()))
+
+    def ReadResource(self, request: Any) -> Any:
+        """A read (`Secret.get`) asks the live cluster or account, which an offline plan has not: its outputs
+        are unknown, as the engine reports a read it skipped (ReadResourceResponse.unknown, which the pulumi
+        3.272 SDK's runtime/resource.py read_resource resolves as unknown outputs)."""
+        return resource_pb2.ReadResourceResponse(urn=self.make_urn(request.parent, request.type, request.name),
+                                                 unknown=True)
+
+    def Invoke(self, request: Any) -> Any:
+        """Secret lookups answer unknown (ResourceInvokeResponse.unknown, the engine's answer for an invoke it
+        cannot run yet; runtime/invoke.py makes the result unknown); the others as the mocks model them."""
+        if request.tok in SECRET_READS:
+            return resource_pb2.ResourceInvokeResponse(unknown=True)
+        return super().Invoke(request)
 
     def RegisterResourceOutputs(self, request: Any) -> Any:
         if "::pulumi:pulumi:Stack::" in request.urn:

@@ -12,6 +12,7 @@ import json
 import logging
 import runpy
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,23 +43,23 @@ def run_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[Plan, list[Prob
     pulumi_config = read_pulumi_config(path)
     config, warnings = parse_cluster_config(cluster_value(pulumi_config, str(path)), str(path))
     mocks = RealisticMocks(region=config.region, cluster_name=config.name_for(stack))
-    monitor = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=CONFIG_NAMESPACE, stack=stack, preview=False, monitor=monitor,
-                             logger=_QUIET)
     pulumi.runtime.set_all_config({k: _config_string(v) for k, v in pulumi_config.items()})
-    _run_program()
-    resources = sorted(monitor.recorded, key=lambda r: r.urn)
-    plan = Plan(stack=stack, project=CONFIG_NAMESPACE, resources=resources, outputs=monitor.stack_outputs,
-                modelled=mocks.modelled)
+    plan = record(lambda: runpy.run_path(str(PROGRAM), run_name="__main__"), stack, mocks)
     plan.nodes = node_security_groups(plan)
     return plan, warnings
 
 
-def _run_program() -> None:
+def record(program: Callable[[], None], stack: str, mocks: RealisticMocks) -> Plan:
+    """What `program` registers under `mocks`, as a plan (the whole program, or one component in a test)."""
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=CONFIG_NAMESPACE, stack=stack, preview=False, monitor=monitor,
+                             logger=_QUIET)
     # As `pulumi up` does: inside a Stack resource (so exports are recorded), on one event loop that
     # drains every outstanding registration before returning.
     settings.ROOT.set(None)  # a previous plan in this process leaves its Stack as the root
-    _sync_await(run_in_stack(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
+    _sync_await(run_in_stack(program))
+    return Plan(stack=stack, project=CONFIG_NAMESPACE, resources=sorted(monitor.recorded, key=lambda r: r.urn),
+                outputs=monitor.stack_outputs, modelled=mocks.modelled)
 
 
 def _config_string(value: Any) -> str:

@@ -83,20 +83,33 @@ class Plan:
 
 def sanitize(type_: str, value: Any) -> Any:
     """Pulumi wire values -> plain JSON: secrets masked, integral floats as ints, references as URNs.
-    A Kubernetes Secret keeps its keys (they say what it holds) with every value masked."""
+    A Kubernetes Secret keeps its keys (they say what it holds) with every value masked; data only `pulumi up`
+    can know (read from another secret then) shows as unknown."""
     clean = _clean(value)
     if type_.startswith("pulumi:providers:") and isinstance(clean, dict):
-        clean = {k: _parse_json_text(v) for k, v in clean.items()}
+        clean = {k: parse_json_text(v) for k, v in clean.items()}
     if type_ in KUBERNETES_SECRET_TYPES and isinstance(clean, dict):
         revealed = _clean(value, reveal=True)
         for key in ("data", "stringData"):
             if isinstance(revealed.get(key), dict):
                 clean[key] = dict.fromkeys(revealed[key], SECRET)
+            elif revealed.get(key) == UNKNOWN:
+                clean[key] = UNKNOWN
     return clean
 
 
-def _parse_json_text(value: Any) -> Any:
-    """Provider inputs travel as JSON text; show objects as objects so diffs point at the changed key."""
+def known(value: Any) -> Any:
+    """`value` without the fields only `pulumi up` can know (UNKNOWN): the part an offline check can check."""
+    if isinstance(value, dict):
+        return {k: known(v) for k, v in value.items() if v != UNKNOWN}
+    if isinstance(value, list):
+        return [known(v) for v in value if v != UNKNOWN]
+    return value
+
+
+def parse_json_text(value: Any) -> Any:
+    """JSON text (provider inputs, a ConfigMap's document) as the object it holds, so diffs point at the changed
+    key; any other value as it is."""
     if isinstance(value, str) and value[:1] in "[{":
         try:
             return json.loads(value)

@@ -88,8 +88,10 @@ def _merged(lines: list[str], additions: Sequence[str]) -> list[str]:
     return merged
 
 
-def render_slurm_conf(layout: StateLayout, node: NodeTopology, dynamic: DynamicNodes | None = None) -> str:
-    """The one-node cluster; with `dynamic`, also taking dynamic nodes (see DynamicNodes)."""
+def render_slurm_conf(layout: StateLayout, node: NodeTopology, dynamic: DynamicNodes | None = None,
+                      settings: Sequence[str] = ()) -> str:
+    """The one-node cluster; with `dynamic`, also taking dynamic nodes (see DynamicNodes); `settings` (`Key=value`
+    lines of the cluster the tests stand for) replace the local ones, except MACHINE_SETTINGS."""
     host = node.name
     slurmd = layout.slurmd_files(EACH_NODE if dynamic else None)
     lines = [
@@ -137,7 +139,7 @@ def render_slurm_conf(layout: StateLayout, node: NodeTopology, dynamic: DynamicN
     ]
     if dynamic:
         lines = _merged(lines, [f"MaxNodeCount={MAX_NODE_COUNT}", NO_FANOUT, *dynamic.conf_lines])
-    return "\n".join(lines) + "\n"
+    return "\n".join(_merged(lines, settings)) + "\n"
 
 
 def _fake_gpus_line(layout: StateLayout, count: int) -> str:
@@ -174,9 +176,10 @@ def render_slurmdbd_conf(layout: StateLayout) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(layout: StateLayout, node: NodeTopology, dynamic: DynamicNodes | None = None) -> GeneratedConfig:
+def render(layout: StateLayout, node: NodeTopology, dynamic: DynamicNodes | None = None,
+           settings: Sequence[str] = ()) -> GeneratedConfig:
     return GeneratedConfig(
-        slurm_conf=render_slurm_conf(layout, node, dynamic),
+        slurm_conf=render_slurm_conf(layout, node, dynamic, settings),
         gres_conf=render_gres_conf(layout, node, dynamic),
         slurmdbd_conf=render_slurmdbd_conf(layout),
         fake_gpus=max(FAKE_GPUS, dynamic.gpus if dynamic else 0),

@@ -24,6 +24,7 @@ from slurm.local import config, daemons, node, topology
 from slurm.local.errors import LocalSlurmError
 from slurm.local.layout import StateLayout, default_state_dir
 from slurm.local.process import live_pid, program, stop
+from slurm.local.settings import chain, reconfigured
 
 SLURMD = "slurmd"
 
@@ -76,11 +77,6 @@ class DynamicCluster:
             self.leave(name)
 
 
-def _restart(daemon: daemons.Daemon) -> None:
-    stop(daemon.pidfile, daemon.name)
-    daemons.start(daemon)
-
-
 @contextmanager
 def dynamic_nodes(conf_lines: Sequence[str], gpus: int, state_dir: Path | None = None) -> Iterator[DynamicCluster]:
     """The running local cluster, taking dynamic nodes until the block ends.
@@ -92,20 +88,15 @@ def dynamic_nodes(conf_lines: Sequence[str], gpus: int, state_dir: Path | None =
     """
     layout = StateLayout(state_dir or default_state_dir())
     machine = topology.detect_node()
-    found = config.read(layout)
-    chain = {daemon.name: daemon for daemon in daemons.daemons(layout)}
-    ctld, host_slurmd = chain["slurmctld"], chain[SLURMD]
+    host_slurmd = chain(layout)[SLURMD]
     cluster = DynamicCluster(layout)
+    stop(host_slurmd.pidfile, SLURMD)
     try:
-        stop(host_slurmd.pidfile, SLURMD)
-        config.write(layout, config.render(layout, machine, config.DynamicNodes(tuple(conf_lines), gpus)))
-        _restart(ctld)
-        yield cluster
+        with reconfigured(layout, config.render(layout, machine, config.DynamicNodes(tuple(conf_lines), gpus))):
+            try:
+                yield cluster
+            finally:
+                cluster.leave_all()
     finally:
-        try:
-            cluster.leave_all()
-        finally:
-            config.write(layout, found)
-            _restart(ctld)
-            daemons.start(host_slurmd)
-            node.wait_until_usable(machine.name, f"{ctld.log} and {host_slurmd.log}")
+        daemons.start(host_slurmd)
+        node.wait_until_usable(machine.name, f"{layout.log / 'slurmctld.log'} and {host_slurmd.log}")

@@ -35,9 +35,11 @@ def test_device_only_requests_are_best_effort() -> None:
             for name in ("cpu", "memory"):
                 spec["slurmd"]["resources"][kind].pop(name)
 
-    def first_version(spec: dict[str, Any]) -> None:  # devices only, and no sidecar resources either
+    def first_version(spec: dict[str, Any]) -> None:  # devices only, and no sidecar or init container resources
         devices_only(spec)
         spec["logfile"].pop("resources")
+        for init in spec["template"]["spec"].get("initContainers", []):
+            init.pop("resources")
 
     found = eviction.check(broken(first_version))
     assert {f.resource for f in found} == {f"slurm-nodeset-{p} (kubernetes:slinky.slurm.net/v1beta1:NodeSet)"
@@ -50,7 +52,11 @@ def test_a_sidecar_without_limits_makes_the_pod_burstable() -> None:
     def unsized_sidecar(spec: dict[str, Any]) -> None:
         spec["logfile"]["resources"].pop("limits")
 
+    def unsized_init(spec: dict[str, Any]) -> None:  # the identity init container (prod declares people)
+        spec["template"]["spec"]["initContainers"][0]["resources"].pop("limits")
+
     assert {"Burstable" in f.message for f in eviction.check(broken(unsized_sidecar))} == {True}
+    assert {"Burstable" in f.message for f in eviction.check(broken(unsized_init))} == {True}
 
 
 def test_quantities() -> None:

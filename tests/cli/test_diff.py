@@ -93,3 +93,21 @@ def test_text_and_markdown_show_every_changed_property() -> None:
     markdown = render_markdown(d)
     assert "<code>aws:x/y:Y r</code>: 2 properties</summary>" in markdown
     assert "| `inputs.a` | `1` | `3` |" in markdown and "| `inputs.b` | `2` | `4` |" in markdown
+
+
+def test_json_in_strings_is_compared_inside() -> None:
+    # A ConfigMap holding a JSON document: one changed setting is one change at its path inside.
+    old = {"data": {"doc.json": '{"qos": {"b": {"GrpTRES": "gres/gpu=64", "Priority": 1}}}'}}
+    new = {"data": {"doc.json": '{\n  "qos": {"b": {"GrpTRES": "gres/gpu=32", "Priority": 1}}\n}'}}
+    assert [(c.path, c.old, c.new) for c in diff_values(old, new)] == [
+        ("data.doc.json.qos.b.GrpTRES", "gres/gpu=64", "gres/gpu=32")]
+    # The same document written differently is no change.
+    assert diff_values({"d": '{"a": [1, 2]}'}, {"d": '{\n "a": [1,2]\n}'}) == []
+
+
+def test_json_on_one_side_only_is_a_change_of_the_whole_string() -> None:
+    for old, new in (('{"a": 1}', "plain"), ("plain", '{"a": 1}'), ('{"a": 1', '{"a": 2')):
+        assert [(c.path, c.old, c.new) for c in diff_values({"v": old}, {"v": new})] == [("v", old, new)]
+    rendered = render_text(diff_plans(Plan("s", "p", [_res("r", v='{"k": "x"}')]),
+                                      Plan("s", "p", [_res("r", v='{"k": "y"}')])))
+    assert rendered.splitlines()[1:] == ["~ aws:x/y:Y r", "    inputs.v.k: 'x' -> 'y'"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -24,3 +25,33 @@ def problems_of_rule(raw: dict[str, Any], rule: str) -> list[Problem]:
     except ConfigError as exc:
         problems = exc.problems
     return [p for p in problems if p.rule == rule]
+
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def set_at(path: str, value: Any) -> Mutation:
+    def mutate(c: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = c
+        for p in parents:
+            node = node[int(p)] if isinstance(node, list) else node.setdefault(p, {})
+        node[last] = value
+    return mutate
+
+
+def both(*ms: Mutation) -> Mutation:
+    def mutate(c: dict[str, Any]) -> None:
+        for m in ms:
+            m(c)
+    return mutate
+
+
+def drop_at(path: str) -> Mutation:
+    def mutate(c: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = c
+        for p in parents:
+            node = node[p]
+        node.pop(last)
+    return mutate

@@ -2,155 +2,128 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import pytest
 
 from components import catalog
 from components.problems import ConfigError
 from components.validation import parse_cluster_config
 from components.validators import VALIDATORS, run_validators
-from tests.config.helpers import problems_of_rule, raw_config
-
-Mutation = Callable[[dict[str, Any]], None]
-
-
-def _set(path: str, value: Any) -> Mutation:
-    def mutate(c: dict[str, Any]) -> None:
-        *parents, last = path.split(".")
-        node = c
-        for p in parents:
-            node = node[int(p)] if isinstance(node, list) else node.setdefault(p, {})
-        node[last] = value
-    return mutate
-
-
-def _both(*ms: Mutation) -> Mutation:
-    def mutate(c: dict[str, Any]) -> None:
-        for m in ms:
-            m(c)
-    return mutate
-
-
-def _drop(path: str) -> Mutation:
-    def mutate(c: dict[str, Any]) -> None:
-        *parents, last = path.split(".")
-        node = c
-        for p in parents:
-            node = node[p]
-        node.pop(last)
-    return mutate
-
+from tests.config.helpers import Mutation, both, drop_at, problems_of_rule, raw_config, set_at
+from tests.config.team_cases import TEAM_CASES
 
 # rule -> (stack to start from, mutation, expected path, words the message must hold)
 CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
-    "region": [("dev", _set("region", "oregon"), "region", "not an AWS region")],
+    "region": [("dev", set_at("region", "oregon"), "region", "not an AWS region")],
     "kubernetes-version": [
-        ("dev", _set("kubernetesVersion", "1.28"), "kubernetesVersion", "1.29 and newer"),
-        ("dev", _set("kubernetesVersion", "v1.30"), "kubernetesVersion", "not a Kubernetes minor version"),
+        ("dev", set_at("kubernetesVersion", "1.28"), "kubernetesVersion", "1.29 and newer"),
+        ("dev", set_at("kubernetesVersion", "v1.30"), "kubernetesVersion", "not a Kubernetes minor version"),
     ],
     "kubernetes-version-unverified": [
-        ("dev", _set("kubernetesVersion", "1.40"), "kubernetesVersion", "newest version"),
+        ("dev", set_at("kubernetesVersion", "1.40"), "kubernetesVersion", "newest version"),
     ],
-    "cluster-name": [("dev", _set("clusterName", "9lives"), "clusterName", "start with a letter")],
-    "admin-role-arn": [("prod", _set("adminRoleArns", ["platform-admins"]), "adminRoleArns[0]",
+    "cluster-name": [("dev", set_at("clusterName", "9lives"), "clusterName", "start with a letter")],
+    "admin-role-arn": [("prod", set_at("adminRoleArns", ["platform-admins"]), "adminRoleArns[0]",
                         "not an IAM role ARN")],
     "network-source": [
-        ("dev", _set("network.vpcId", "vpc-0abc"), "network", "both a new VPC"),
-        ("dev", _drop("network.vpcCidr"), "network", "neither vpcCidr nor vpcId"),
-        ("dev", _both(_drop("network.vpcCidr"), _drop("network.availabilityZones"),
-                      _set("network.vpcId", "vpc-0abc"), _set("network.privateSubnetIds", ["subnet-1"])),
+        ("dev", set_at("network.vpcId", "vpc-0abc"), "network", "both a new VPC"),
+        ("dev", drop_at("network.vpcCidr"), "network", "neither vpcCidr nor vpcId"),
+        ("dev", both(drop_at("network.vpcCidr"), drop_at("network.availabilityZones"),
+                      set_at("network.vpcId", "vpc-0abc"), set_at("network.privateSubnetIds", ["subnet-1"])),
          "network.privateSubnetIds", "at least two availability zones"),
     ],
-    "vpc-cidr-size": [("dev", _set("network.vpcCidr", "10.0.0.0/24"), "network.vpcCidr", "between /16 and /20")],
+    "vpc-cidr-size": [("dev", set_at("network.vpcCidr", "10.0.0.0/24"), "network.vpcCidr", "between /16 and /20")],
     "availability-zones": [
-        ("dev", _set("network.availabilityZones", ["us-west-2a"]), "network.availabilityZones", "two or more"),
-        ("dev", _set("network.availabilityZones", ["us-west-2a", "us-east-1b"]), "network.availabilityZones[1]",
+        ("dev", set_at("network.availabilityZones", ["us-west-2a"]), "network.availabilityZones", "two or more"),
+        ("dev", set_at("network.availabilityZones", ["us-west-2a", "us-east-1b"]), "network.availabilityZones[1]",
          "not a zone of region us-west-2"),
     ],
     "efa-zone": [
-        ("prod", _drop("network.efaAvailabilityZone"), "network.efaAvailabilityZone", "need one zone"),
-        ("prod", _set("network.efaAvailabilityZone", "us-west-2d"), "network.efaAvailabilityZone",
+        ("prod", drop_at("network.efaAvailabilityZone"), "network.efaAvailabilityZone", "need one zone"),
+        ("prod", set_at("network.efaAvailabilityZone", "us-west-2d"), "network.efaAvailabilityZone",
          "not one of network.availabilityZones"),
     ],
-    "api-endpoint-open": [("dev", _set("network.apiPublicCidrs", ["0.0.0.0/0"]), "network.apiPublicCidrs[0]",
+    "api-endpoint-open": [("dev", set_at("network.apiPublicCidrs", ["0.0.0.0/0"]), "network.apiPublicCidrs[0]",
                            "whole internet")],
     "api-deployer": [
-        ("prod", _drop("network.deployer"), "network.deployer", "nothing says where `pulumi up` runs"),
-        ("prod", _set("network.deployer.via", "vpc"), "network.deployer.via", "cannot exist before"),
-        ("prod", _set("network.deployer.cidrs", ["0.0.0.0/0"]), "network.deployer.cidrs[0]", "not a deployer"),
+        ("prod", drop_at("network.deployer"), "network.deployer", "nothing says where `pulumi up` runs"),
+        ("prod", set_at("network.deployer.via", "vpc"), "network.deployer.via", "cannot exist before"),
+        ("prod", set_at("network.deployer.cidrs", ["0.0.0.0/0"]), "network.deployer.cidrs[0]", "not a deployer"),
     ],
-    "fsx-capacity": [("prod", _set("storage.fsx.capacityGiB", 1000), "storage.fsx.capacityGiB",
+    "fsx-capacity": [("prod", set_at("storage.fsx.capacityGiB", 1000), "storage.fsx.capacityGiB",
                       "1200, 2400, or a multiple of 2400")],
     "fsx-throughput": [
-        ("prod", _set("storage.fsx.throughputPerTiB", 200), "storage.fsx.throughputPerTiB", "125, 250, 500, 1000"),
-        ("dev", _set("storage.fsx.throughputPerTiB", 250), "storage.fsx.throughputPerTiB", "fixed throughput"),
+        ("prod", set_at("storage.fsx.throughputPerTiB", 200), "storage.fsx.throughputPerTiB", "125, 250, 500, 1000"),
+        ("dev", set_at("storage.fsx.throughputPerTiB", 250), "storage.fsx.throughputPerTiB", "fixed throughput"),
     ],
     "fsx-repositories": [
-        ("dev", _set("storage.fsx.repositories", [{"path": "/data", "s3": "s3://b/p", "import": ["NEW"]}]),
+        ("dev", set_at("storage.fsx.repositories", [{"path": "/data", "s3": "s3://b/p", "import": ["NEW"]}]),
          "storage.fsx.repositories", "PERSISTENT_2"),
-        ("prod", _set("storage.fsx.repositories.1.path", "/data/ckpt"), "storage.fsx.repositories[1].path",
+        ("prod", set_at("storage.fsx.repositories.1.path", "/data/ckpt"), "storage.fsx.repositories[1].path",
          "overlaps the repository at /data"),
-        ("prod", _set("storage.fsx.repositories.0.s3", "ml-data/training"), "storage.fsx.repositories[0].s3",
+        ("prod", set_at("storage.fsx.repositories.0.s3", "ml-data/training"), "storage.fsx.repositories[0].s3",
          "not an S3 URI"),
-        ("prod", _set("storage.fsx.repositories.0.import", []), "storage.fsx.repositories[0]", "never sync"),
+        ("prod", set_at("storage.fsx.repositories.0.import", []), "storage.fsx.repositories[0]", "never sync"),
     ],
-    "login-public-ssh": [("dev", _set("slurm.login.allowedCidrs", ["0.0.0.0/0"]), "slurm.login.allowedCidrs[0]",
+    "login-public-ssh": [("dev", set_at("slurm.login.allowedCidrs", ["0.0.0.0/0"]), "slurm.login.allowedCidrs[0]",
                           "open to the whole internet")],
     "login-ssh-keys": [
-        ("dev", _set("slurm.login.rootSshKeys", ["-----BEGIN OPENSSH PRIVATE KEY----- abc"]),
+        ("dev", set_at("slurm.login.rootSshKeys", ["-----BEGIN OPENSSH PRIVATE KEY----- abc"]),
          "slurm.login.rootSshKeys[0]", "PRIVATE key"),
-        ("dev", _set("slurm.login.rootSshKeys", ["hello"]), "slurm.login.rootSshKeys[0]", "not an OpenSSH public key"),
+        ("dev", set_at("slurm.login.rootSshKeys", ["hello"]), "slurm.login.rootSshKeys[0]",
+         "not an OpenSSH public key"),
     ],
-    "login-no-keys": [("dev", _set("slurm.login.rootSshKeys", []), "slurm.login.rootSshKeys", "nobody can log in")],
+    "login-no-keys": [("dev", both(drop_at("slurm.identity"), drop_at("slurm.accounts")), "slurm.identity",
+                       "nobody can log in")],
     "slurm-version": [
-        ("dev", _set("slurm.version", "24.11"), "slurm.version", "25.11 and newer"),
-        ("dev", _set("slurm.version", "latest"), "slurm.version", "25.11 and newer"),
-        ("dev", _set("slurm.version", "25.05.3"), "slurm.version", "25.11 and newer"),
-        ("prod", _set("slurm.version", "26.11"), "slurm.version", "no images for Slurm 26.11"),
+        ("dev", set_at("slurm.version", "24.11"), "slurm.version", "25.11 and newer"),
+        ("dev", set_at("slurm.version", "latest"), "slurm.version", "25.11 and newer"),
+        ("dev", set_at("slurm.version", "25.05.3"), "slurm.version", "25.11 and newer"),
+        ("prod", set_at("slurm.version", "26.11"), "slurm.version", "no images for Slurm 26.11"),
     ],
     "image-pinned": [
-        ("dev", _set("slurm.images.slurmd", "registry.example.com:5000/slurmd"), "slurm.images.slurmd",
+        ("dev", set_at("slurm.images.slurmd", "registry.example.com:5000/slurmd"), "slurm.images.slurmd",
          "not pinned"),
-        ("prod", _set("partitions.trainium.image", "public.ecr.aws/neuron/pytorch-training-neuronx:latest"),
+        ("prod", set_at("partitions.trainium.image", "public.ecr.aws/neuron/pytorch-training-neuronx:latest"),
          "partitions.trainium.image", "not pinned"),
         # Slinky moves its `<series>-<os>` tags to each patch release.
-        ("dev", _set("slurm.images.login", "ghcr.io/slinkyproject/login-pyxis:25.11-ubuntu24.04"),
+        ("dev", set_at("slurm.images.login", "ghcr.io/slinkyproject/login-pyxis:25.11-ubuntu24.04"),
          "slurm.images.login", "not pinned"),
     ],
     "partition-name": [("dev", lambda c: c["partitions"].update(GPU_Big=c["partitions"].pop("gpu")),
                         "partitions.GPU_Big", "Kubernetes object names")],
-    "instance-type-known": [("prod", _set("partitions.gpu-h100.instanceTypes", ["p5.48xlarg"]),
+    "instance-type-known": [("prod", set_at("partitions.gpu-h100.instanceTypes", ["p5.48xlarg"]),
                              "partitions.gpu-h100.instanceTypes[0]", "not in the instance catalog")],
-    "partition-accelerators": [("prod", _set("partitions.gpu-a100.instanceTypes", ["p4d.24xlarge", "trn1.32xlarge"]),
+    "partition-accelerators": [("prod", set_at("partitions.gpu-a100.instanceTypes", ["p4d.24xlarge", "trn1.32xlarge"]),
                                 "partitions.gpu-a100.instanceTypes", "mixes accelerators")],
-    "efa-supported": [("dev", _set("partitions.gpu.instanceTypes", ["g5.xlarge"]),
+    "efa-supported": [("dev", set_at("partitions.gpu.instanceTypes", ["g5.xlarge"]),
                        "partitions.gpu.efa", "has no EFA interface")],
-    "efa-interface-count": [("prod", _set("partitions.gpu-h100.instanceTypes", ["p5e.48xlarge", "p5en.48xlarge"]),
+    "efa-interface-count": [("prod", set_at("partitions.gpu-h100.instanceTypes", ["p5e.48xlarge", "p5en.48xlarge"]),
                              "partitions.gpu-h100.instanceTypes", "EFA interface counts differ")],
-    "efa-capacity-type": [("prod", _set("partitions.gpu-h100.capacityType", "spot"),
+    "efa-capacity-type": [("prod", set_at("partitions.gpu-h100.capacityType", "spot"),
                            "partitions.gpu-h100.capacityType", "spot node is reclaimed")],
     "node-counts": [
-        ("dev", _set("partitions.gpu.minNodes", 5), "partitions.gpu.minNodes", "larger than maxNodes"),
-        ("dev", _set("partitions.gpu.maxNodes", 0), "partitions.gpu.maxNodes", "never have a node"),
+        ("dev", set_at("partitions.gpu.minNodes", 5), "partitions.gpu.minNodes", "larger than maxNodes"),
+        ("dev", set_at("partitions.gpu.maxNodes", 0), "partitions.gpu.maxNodes", "never have a node"),
     ],
     "capacity-reservations": [
-        ("prod", _set("partitions.gpu-h100.capacityType", "reserved"), "partitions.gpu-h100.capacityReservationIds",
+        ("prod", set_at("partitions.gpu-h100.capacityType", "reserved"), "partitions.gpu-h100.capacityReservationIds",
          "needs the capacity reservations"),
-        ("prod", _set("partitions.gpu-h100.capacityReservationIds", ["cr-0123456789abcdef0"]),
+        ("prod", set_at("partitions.gpu-h100.capacityReservationIds", ["cr-0123456789abcdef0"]),
          "partitions.gpu-h100.capacityType", "not reserved"),
     ],
     "default-partition": [
-        ("prod", _set("partitions.gpu-a100.default", True), "partitions", "more than one partition"),
-        ("prod", _set("partitions.gpu-h100.default", False), "partitions", "no partition has default"),
+        ("prod", set_at("partitions.gpu-a100.default", True), "partitions", "more than one partition"),
+        ("prod", set_at("partitions.gpu-h100.default", False), "partitions", "no partition has default"),
     ],
 }
 # The efa-supported case needs efa switched on for the dev partition.
-CASES["efa-supported"][0] = ("dev", _both(_set("partitions.gpu.instanceTypes", ["g5.xlarge"]),
-                                          _set("partitions.gpu.efa", True),
-                                          _set("network.efaAvailabilityZone", "us-west-2a")),
+CASES["efa-supported"][0] = ("dev", both(set_at("partitions.gpu.instanceTypes", ["g5.xlarge"]),
+                                          set_at("partitions.gpu.efa", True),
+                                          set_at("network.efaAvailabilityZone", "us-west-2a")),
                              "partitions.gpu.efa", "has no EFA interface")
+
+
+CASES.update(TEAM_CASES)
 
 
 def test_every_validator_has_cases() -> None:

@@ -18,6 +18,7 @@ from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan
+from tests.slinky.helpers import trainium_only
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PLUGINS = {NVIDIA.release, EFA.release, NEURON.release}
@@ -29,7 +30,7 @@ def _plugins(plan: Plan) -> dict[str, dict[str, Any]]:
 
 def _trainium_only(tmp_path: Path) -> Plan:
     raw = raw_config("prod")
-    raw["partitions"] = {"trainium": raw["partitions"]["trainium"]}
+    trainium_only(raw)
     (tmp_path / "Pulumi.trn.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
     plan, _ = run_plan("trn", tmp_path)
     return plan
@@ -112,7 +113,7 @@ def test_each_plugin_runs_exactly_on_the_nodes_with_its_hardware(stack: str) -> 
 
 def test_placement_holds_for_a_trainium_only_stack(tmp_path: Path) -> None:
     raw = raw_config("prod")
-    raw["partitions"] = {"trainium": raw["partitions"]["trainium"]}
+    trainium_only(raw)
     _check_placement(_trainium_only(tmp_path), raw)
 
 

@@ -51,4 +51,17 @@ def config_of(raw: dict[str, Any]) -> ClusterConfig:
 
 
 def trainium_only(raw: dict[str, Any]) -> None:
+    """The prod stack's Trainium partition alone: no GPUs, so no GPU limits for the QoS either."""
     raw["partitions"] = {"trainium": {**raw["partitions"]["trainium"], "default": True}}
+    for qos in raw["slurm"].get("qos", {}).values():
+        for limits in ("grpTRES", "maxTRESPerUser", "maxTRESPerJob"):
+            qos.pop(limits, None)
+
+
+def from_directory(**ldap: Any) -> Callable[[dict[str, Any]], None]:
+    """People from an LDAP server (`slurm.identity.ldap` with `ldap`'s keys) instead of the stack's."""
+    def change(raw: dict[str, Any]) -> None:
+        raw["slurm"].pop("accounts", None)
+        raw["slurm"]["identity"] = {"ldap": {"uri": "ldaps://ldap.example.org", "baseDN": "dc=example,dc=org",
+                                             **ldap}}
+    return change

@@ -46,14 +46,6 @@ def test_the_internet_only_when_the_config_says_so() -> None:
     assert NLB_INTERNAL not in service["metadata"]["annotations"]
 
 
-def test_login_trusts_the_configured_keys() -> None:
-    (login,) = objects(shipped_plan("prod"), "LoginSet").values()
-    keys = config_of(variant("prod", lambda _: None)).slurm.login.root_ssh_keys
-    assert login["spec"]["rootSshAuthorizedKeys"].splitlines() == keys
-    assert login["spec"]["sssdConfRef"] == {"name": "slurm-sssd", "key": "sssd.conf"}
-    assert "slurm-sssd" in objects(shipped_plan("prod"), "Secret")
-
-
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_no_secret_value_reaches_the_plan(stack: str, tmp_path: Path) -> None:
     plan = shipped_plan(stack)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
-from scripts.offline.plan_model import Plan
+from scripts.offline.plan_model import Plan, known
 from tests.plan.fixtures import shipped_plan
-from tests.slinky.helpers import objects, plan_of, trainium_only, variant
+from tests.slinky.helpers import from_directory, objects, plan_of, trainium_only, variant
 
 GROUPS = ("slinky.slurm.net/", "keda.sh/", "cert-manager.io/", "k8s.mariadb.com/", "monitoring.coreos.com/")
 CONTAINERS = {"NodeSet": "slurmd", "LoginSet": "login", "Controller": "slurmctld", "Accounting": "slurmdbd",
@@ -23,10 +23,12 @@ def registry(crd_registry: SchemaRegistry) -> SchemaRegistry:
     return crd_registry
 
 
-@pytest.fixture(scope="module", params=["dev", "prod", "trainium-only"])
+@pytest.fixture(scope="module", params=["dev", "prod", "trainium-only", "directory"])
 def plan(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Plan:
     if request.param == "trainium-only":
         return plan_of(variant("prod", trainium_only), tmp_path_factory.mktemp("trn"))
+    if request.param == "directory":  # people from LDAP: the LDAP CA mounted beside sssd.conf
+        return plan_of(variant("dev", from_directory(caCertificate="k8s:ldap/ca.pem")), tmp_path_factory.mktemp("ldap"))
     return shipped_plan(request.param)
 
 
@@ -39,7 +41,7 @@ def test_every_slurm_side_object_is_accepted(plan: Plan, registry: SchemaRegistr
     docs = [d for d in plan.manifests() if _ours(d)]
     kinds = {d["kind"] for d in docs}
     assert {"Controller", "Accounting", "RestApi", "LoginSet", "NodeSet", "ScaledObject", "Secret"} <= kinds
-    problems = [str(p) for doc in docs for p in validate_manifest(doc, registry)]
+    problems = [str(p) for doc in docs for p in validate_manifest(known(doc), registry)]
     assert problems == []
 
 
@@ -50,13 +52,15 @@ def test_the_validator_would_catch_a_misplaced_field(plan: Plan, registry: Schem
 
 
 def _as_pod(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
-    """The daemon's container and, where Slinky v1.2.1 adds it (Controller, NodeSet), its `logfile` sidecar
-    (internal/builder/common/common.go LogfileContainer: a restartable init container with no image of its own)."""
+    """The daemon's container, the template's init containers and, where Slinky v1.2.1 adds it (Controller,
+    NodeSet), its `logfile` sidecar (internal/builder/common/common.go LogfileContainer: a restartable init
+    container with no image of its own)."""
     spec = doc["spec"]
     container = {"name": CONTAINERS[kind], **spec[CONTAINERS[kind]]}
     pod_spec = {**spec["template"]["spec"], "containers": [container]}
     if kind in ("Controller", "NodeSet"):
-        pod_spec["initContainers"] = [{"name": "logfile", "restartPolicy": "Always", **spec.get("logfile", {})}]
+        pod_spec["initContainers"] = [{"name": "logfile", "restartPolicy": "Always", **spec.get("logfile", {})},
+                                      *pod_spec.get("initContainers", [])]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": doc["metadata"]["name"]}, "spec": pod_spec}
 
 
@@ -69,8 +73,9 @@ def test_pod_templates_are_valid_pods_and_mount_only_their_volumes(plan: Plan, r
         # A Pod's containers need an image (a template's may leave it to the controller: the schema allows both).
         assert all(c.get("image") for c in [*pod["spec"]["containers"], *pod["spec"].get("initContainers", [])])
         volumes = {v["name"] for v in pod["spec"].get("volumes", [])}
-        mounts = {m["name"] for m in pod["spec"]["containers"][0].get("volumeMounts", [])}
-        assert mounts <= volumes, f"{kind}/{doc['metadata']['name']} mounts undeclared volumes {mounts - volumes}"
+        for container in [*pod["spec"]["containers"], *pod["spec"].get("initContainers", [])]:
+            mounts = {m["name"] for m in container.get("volumeMounts", [])}
+            assert mounts <= volumes, f"{kind}/{doc['metadata']['name']} mounts undeclared volumes {mounts - volumes}"
 
 
 def test_login_service_template_is_a_valid_service(plan: Plan, registry: SchemaRegistry) -> None:

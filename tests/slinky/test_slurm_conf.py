@@ -8,13 +8,15 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from components.slinky import slurm_conf
 from scripts.offline.plan_model import Plan
 from tests.conftest import require_tool, unavailable
 from tests.plan.fixtures import shipped_plan
-from tests.slinky.helpers import objects, plan_of, trainium_only, variant
+from tests.slinky.helpers import config_of, objects, plan_of, trainium_only, variant
 
 # Keys SlinkyProject/slurm-operator v1.2.1 writes into slurm.conf itself (internal/builder/controllerbuilder/
 # controller_config.go buildSlurmConf); SlurmctldParameters, AuthInfo and AuthAltParameters it merges with ours.
@@ -39,6 +41,16 @@ SLURM_CONF_25_11: dict[str, frozenset[str] | None] = {
     "JobAcctGatherType": frozenset({"jobacct_gather/cgroup", "jobacct_gather/linux"}),
     "GresTypes": None,
     "AccountingStorageTRES": None,
+    "LaunchParameters": frozenset({"batch_step_set_cpu_freq", "cray_net_exclusive", "disable_send_gids",
+                                   "enable_nss_slurm", "interactive_step_set_cpu_freq", "lustre_no_flush",
+                                   "mem_sort", "mpir_use_nodeaddr", "slurmstepd_memlock", "slurmstepd_memlock_all",
+                                   "test_exec", "ulimit_pam_adopt", "use_interactive_step"}),
+    # A stack with accounts (accounting_conf); None: a number or a Slurm time.
+    "PriorityType": frozenset({"priority/basic", "priority/multifactor"}),
+    "PriorityWeightAge": None, "PriorityWeightFairshare": None, "PriorityWeightJobSize": None,
+    "PriorityWeightPartition": None, "PriorityWeightQOS": None, "PriorityDecayHalfLife": None, "PriorityMaxAge": None,
+    "AccountingStorageEnforce": frozenset({"all", "associations", "limits", "nojobs", "nosteps", "qos", "safe",
+                                           "wckeys"}),
 }
 YES_NO = frozenset({"yes", "no"})
 CGROUP_CONF_25_11: dict[str, frozenset[str]] = {
@@ -143,3 +155,29 @@ def test_slurms_parser_accepts_it(plan: Plan, tmp_path: Path) -> None:
     plugins = [v for k, v in controller_conf(plan).items() if k.endswith(("Type", "Plugin")) and "/" in v]
     for name in (p for value in plugins for p in value.split(",")):
         assert (_plugin_dir() / f"{name.replace('/', '_')}.so").is_file(), name
+
+
+def test_a_stack_with_accounts_gets_fair_share_and_enforced_limits(tmp_path: Path) -> None:
+    prod = config_of(variant("prod", lambda raw: None))
+    conf = slurm_conf.accounting_conf(prod)
+    assert conf["PriorityType"] == "priority/multifactor"
+    assert conf["AccountingStorageEnforce"].split(",") == ["associations", "limits", "qos", "safe"]
+    assert (conf["PriorityWeightFairshare"], conf["PriorityWeightQOS"], conf["PriorityDecayHalfLife"]) == (
+        str(prod.slurm.priority.weights.fairshare), str(prod.slurm.priority.weights.qos), "7-0")
+    for key, value in conf.items():
+        allowed = SLURM_CONF_25_11[key]
+        assert allowed is None or set(value.split(",")) <= allowed, f"{key}={value}"
+    assert slurm_conf.partition_conf("trainium", prod).split()[-1] == "AllowAccounts=llm"
+    assert "AllowAccounts" not in slurm_conf.partition_conf("gpu-h100", prod)
+    # No account declared: no priority or enforcement lines (jobs of users with no association still run).
+    def no_accounts(raw: dict[str, Any]) -> None:
+        raw["slurm"].pop("accounts")
+        raw["partitions"]["trainium"].pop("accounts")
+
+    assert slurm_conf.accounting_conf(config_of(variant("prod", no_accounts))) == {}
+    # Slurm's parser takes them, AllowAccounts included.
+    base = "ClusterName=test\nSlurmctldHost=test(192.0.2.1)\nSlurmctldPort=1\nNodeName=n1 CPUs=2 State=UNKNOWN\n"
+    partition = f"PartitionName=trainium Nodes=n1 {slurm_conf.partition_conf('trainium', prod)}\n"
+    result = _parses(tmp_path, base + partition + slurm_conf.lines(conf))
+    assert result.returncode == 0, result.stderr
+    assert _parses(tmp_path, base + "AccountingStorageEnforce=nonsense\n").returncode != 0

@@ -1,0 +1,61 @@
+"""`slurm-eks accounts ...`: the stack's Slurm accounts, users and QoS (registered by scripts/cli/main.py).
+
+`desired` renders the document a stack declares; `plan` and `apply` reconcile a cluster's slurmdbd to such a
+document with sacctmgr (where the Slurm client commands reach it: a login pod, or the local Slurm). The work is
+in slurm/accounts/, which the in-cluster Job runs as `python3 -m slurm.accounts`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from components.problems import ConfigError
+from components.slinky.accounts_document import desired_json
+from components.stackfile import STACKS_DIR, load_stack
+from scripts.cli.problems import err, fail_config
+from slurm.accounts.errors import AccountsError
+from slurm.accounts.reconcile import apply_file, plan_file
+
+accounts_app = typer.Typer(help="Slurm accounts, users and QoS as the stack declares them (sacctmgr).",
+                           no_args_is_help=True)
+DesiredOpt = Annotated[Path, typer.Option("--desired", exists=True, dir_okay=False,
+                                          help="the desired-state document (`slurm-eks accounts desired`)")]
+
+
+def _failed(exc: AccountsError) -> typer.Exit:
+    err.print(f"[red]error:[/] {exc}", highlight=False)
+    return typer.Exit(1)
+
+
+@accounts_app.command()
+def desired(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")],
+    stacks_dir: Annotated[Path, typer.Option(help="directory holding the Pulumi.<stack>.yaml files")] = STACKS_DIR,
+) -> None:
+    """Print the desired-state document of a stack (what its reconcile Job applies)."""
+    try:
+        config, _ = load_stack(stack, stacks_dir)
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    typer.echo(desired_json(config, config.name_for(stack)), nl=False)
+
+
+@accounts_app.command()
+def plan(desired: DesiredOpt) -> None:
+    """What `apply` would change, read from slurmdbd with sacctmgr; changes nothing."""
+    try:
+        typer.echo(plan_file(desired), nl=False)
+    except AccountsError as exc:
+        raise _failed(exc) from None
+
+
+@accounts_app.command()
+def apply(desired: DesiredOpt) -> None:
+    """Make slurmdbd match the document with `sacctmgr --immediate`; exit 1 with sacctmgr's message on failure."""
+    try:
+        apply_file(desired, typer.echo)
+    except AccountsError as exc:
+        raise _failed(exc) from None
