@@ -15,10 +15,13 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from components.cluster import SYSTEM_NODE_SELECTOR
+from components import accounting_db_user as db_user
+from components.cluster import SYSTEM_NODE_SELECTOR, EksCluster
 from components.config import Accounting
+from components.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD
+from components.segmented_namespaces import Namespaces
 from components.slinky.charts import MARIADB_OPERATOR, MARIADB_OPERATOR_CRDS, release
-from components.slinky.specs import DB_PASSWORD, Database, SecretKey
+from components.slinky.specs import DB_PASSWORD, Database, DatabaseTls, SecretKey
 
 MARIADB_PORT = 3306
 DATABASE = "slurm_acct_db"
@@ -28,6 +31,9 @@ RDS_PARAMETER_FAMILY = "mariadb11.4"
 BACKUP_RETENTION_DAYS = 7
 # slurmdbd warns below these and can time out on large purges/rollups (Slurm's accounting guide).
 INNODB_SETTINGS = {"innodb_lock_wait_timeout": "900"}
+# Every login to RDS over TLS: OFF by default up to MariaDB 11.4, no reboot needed (RDS User Guide,
+# mariadb-ssl-connections.require-ssl.html).
+RDS_SETTINGS = {**INNODB_SETTINGS, "require_secure_transport": "ON"}
 IN_CLUSTER_NAME = "slurm-mariadb"
 IN_CLUSTER_SIZE = "20Gi"
 ROOT_PASSWORD = SecretKey("slurm-db-root-password", "password")
@@ -44,6 +50,8 @@ class AccountingDatabaseArgs:
     cluster_security_group_id: pulumi.Input[str]  # every node carries it: the only source allowed on 3306
     storage_class: pulumi.Input[str]
     depends_on: list[pulumi.Resource]
+    cluster: EksCluster  # rds: whose OIDC provider the database-user Job's IRSA role trusts
+    namespaces: Namespaces  # in-cluster: creates mariadb-operator's namespace
 
 
 class AccountingDatabase(pulumi.ComponentResource):
@@ -61,17 +69,29 @@ class AccountingDatabase(pulumi.ComponentResource):
         secret = k8s.core.v1.Secret(f"{name}-password",
                                     metadata={"name": DB_PASSWORD.name, "namespace": args.namespace},
                                     string_data={DB_PASSWORD.key: password.result}, opts=k8s_opts)
+        tls: DatabaseTls | None = None
         if args.config.database == "rds":
-            host: pulumi.Input[str] = self._rds(name, args, password).address
-            self.ready = [secret]
+            instance = self._rds(name, args)
+            host: pulumi.Input[str] = instance.address
+            self.ready = [secret, *self._database_user(name, args, instance, secret)]
+            tls = DatabaseTls(ca_bundle_url=aws.get_region_output().region.apply(db_user.rds_ca_bundle_url),
+                              image=db_user.AWS_CLI_IMAGE)
         else:
             mariadb = self._in_cluster(name, args, secret)
             host = f"{IN_CLUSTER_NAME}.{args.namespace}.svc.cluster.local"
             self.ready = [secret, mariadb]
-        self.database = Database(host=host, port=MARIADB_PORT, database=DATABASE, username=USERNAME)
+        self.database = Database(host=host, port=MARIADB_PORT, database=DATABASE, username=USERNAME, tls=tls)
         self.register_outputs({"host": host})
 
-    def _rds(self, name: str, args: AccountingDatabaseArgs, password: random.RandomPassword) -> aws.rds.Instance:
+    def _database_user(self, name: str, args: AccountingDatabaseArgs, instance: aws.rds.Instance,
+                       secret: k8s.core.v1.Secret) -> list[pulumi.Resource]:
+        """The Job that makes `slurm` on RDS; slurmdbd waits for it (it is in `ready`)."""
+        return [db_user.database_user_job(
+            name, self, args.cluster, args.provider, args.namespace, instance, MARIADB_PORT,
+            aws.get_region_output().region, USERNAME, DATABASE, DB_PASSWORD.name, DB_PASSWORD.key,
+            [*args.depends_on, secret])]
+
+    def _rds(self, name: str, args: AccountingDatabaseArgs) -> aws.rds.Instance:
         child = pulumi.ResourceOptions(parent=self)
         identifier = f"{args.cluster_name}-slurmdbd"
         subnets = aws.rds.SubnetGroup(f"{name}-subnets", name=identifier, subnet_ids=args.private_subnet_ids,
@@ -85,7 +105,7 @@ class AccountingDatabase(pulumi.ComponentResource):
                                          description="MariaDB from the EKS cluster security group", opts=child)
         parameters = aws.rds.ParameterGroup(
             f"{name}-params", name=identifier, family=RDS_PARAMETER_FAMILY, opts=child,
-            parameters=[aws.rds.ParameterGroupParameterArgs(name=k, value=v) for k, v in INNODB_SETTINGS.items()])
+            parameters=[aws.rds.ParameterGroupParameterArgs(name=k, value=v) for k, v in RDS_SETTINGS.items()])
         return aws.rds.Instance(
             f"{name}-mariadb",
             identifier=identifier,
@@ -97,8 +117,10 @@ class AccountingDatabase(pulumi.ComponentResource):
             storage_type="gp3",
             storage_encrypted=True,
             db_name=DATABASE,
-            username=USERNAME,
-            password=password.result,
+            # RDS generates the master password and keeps it in Secrets Manager: it is never in Pulumi's state.
+            # (RDS User Guide, rds-secrets-manager.html; such an instance cannot use blue/green deployments.)
+            username=db_user.MASTER_USERNAME,
+            manage_master_user_password=True,
             db_subnet_group_name=subnets.name,
             vpc_security_group_ids=[group.id],
             parameter_group_name=parameters.name,
@@ -116,10 +138,17 @@ class AccountingDatabase(pulumi.ComponentResource):
     def _in_cluster(self, name: str, args: AccountingDatabaseArgs,
                     password_secret: k8s.core.v1.Secret) -> k8s.apiextensions.CustomResource:
         on_system = {"nodeSelector": SYSTEM_NODE_SELECTOR}
-        crds = release("mariadb-operator-crds", MARIADB_OPERATOR_CRDS, {}, args.provider, self)
+        operator_ns = args.namespaces.create(f"namespace-{MARIADB_OPERATOR.namespace}", MARIADB_OPERATOR.namespace,
+                                             self)
+        crds = release("mariadb-operator-crds", MARIADB_OPERATOR_CRDS, {}, args.provider, self, operator_ns)
+        # The chart leaves every security context empty (mariadb-operator 26.6.0 deploy/charts/mariadb-operator/
+        # values.yaml podSecurityContext, securityContext, and under webhook and certController); its image runs
+        # as 65532 (Dockerfile USER 65532:65532), so the restricted level's settings cost nothing.
+        restricted = {"podSecurityContext": RESTRICTED_POD, "securityContext": RESTRICTED_CONTAINER}
         operator = release("mariadb-operator", MARIADB_OPERATOR, {
-            "crds": {"enabled": False}, **on_system, "webhook": on_system, "certController": on_system,
-        }, args.provider, self, depends_on=[crds])
+            "crds": {"enabled": False}, **on_system, **restricted,
+            "webhook": {**on_system, **restricted}, "certController": {**on_system, **restricted},
+        }, args.provider, self, operator_ns, depends_on=[crds])
         root = random.RandomPassword(f"{name}-root-password", length=32, special=False,
                                      opts=pulumi.ResourceOptions(parent=self))
         root_secret = k8s.core.v1.Secret(

@@ -20,6 +20,7 @@ from components.cluster import SYSTEM_NODE_SELECTOR
 from components.config import ClusterConfig
 from components.config_base import duration_seconds
 from components.names import SLURM_NAMESPACE
+from components.segmented_namespaces import Namespaces
 from components.slinky.charts import KEDA, KUBE_PROMETHEUS_STACK, release
 from components.slinky.specs import API_VERSION
 
@@ -62,7 +63,7 @@ def scaled_object_spec(name: str, config: ClusterConfig) -> dict[str, Any]:
 @dataclass(frozen=True)
 class AutoscalingArgs:
     config: ClusterConfig
-    provider: k8s.Provider
+    namespaces: Namespaces  # KEDA's and Prometheus's, and the Kubernetes provider
 
 
 class Autoscaling(pulumi.ComponentResource):
@@ -75,7 +76,11 @@ class Autoscaling(pulumi.ComponentResource):
         super().__init__("slurm-eks:index:Autoscaling", name, None, opts)
         self._args, self._prefix = args, name
         on_system = {"nodeSelector": SYSTEM_NODE_SELECTOR}
-        self._keda = release("keda", KEDA, on_system, args.provider, self)
+        provider = args.namespaces.provider
+        self._keda = release("keda", KEDA, on_system, provider, self,
+                             args.namespaces.create(f"namespace-{KEDA.namespace}", KEDA.namespace, self))
+        monitoring = args.namespaces.create(f"namespace-{KUBE_PROMETHEUS_STACK.namespace}",
+                                            KUBE_PROMETHEUS_STACK.namespace, self)
         self.metrics = release(PROMETHEUS_RELEASE, KUBE_PROMETHEUS_STACK, {
             "alertmanager": {"enabled": False},
             "grafana": {"enabled": False},
@@ -88,7 +93,7 @@ class Autoscaling(pulumi.ComponentResource):
                 "podMonitorSelectorNilUsesHelmValues": False,
                 "retention": "15d",
             }},
-        }, args.provider, self)
+        }, provider, self, monitoring)
         self.register_outputs({"prometheus": PROMETHEUS_URL})
 
     def scale(self, nodesets: dict[str, pulumi.Resource]) -> None:
@@ -97,5 +102,5 @@ class Autoscaling(pulumi.ComponentResource):
                 f"{self._prefix}-{pname}", api_version="keda.sh/v1alpha1", kind="ScaledObject",
                 metadata={"name": pname, "namespace": SLURM_NAMESPACE},
                 spec=scaled_object_spec(pname, self._args.config),
-                opts=pulumi.ResourceOptions(parent=self, provider=self._args.provider,
+                opts=pulumi.ResourceOptions(parent=self, provider=self._args.namespaces.provider,
                                             depends_on=[self._keda, self.metrics, nodeset]))

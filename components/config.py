@@ -37,6 +37,8 @@ class Network(Model):
     # CIDRs allowed to reach the EKS API's public endpoint; empty keeps the endpoint private.
     api_public_cidrs: list[Cidr] = Field(default_factory=list)
     deployer: Deployer | None = None
+    # Days CloudWatch Logs keeps the VPC flow log (one of the retention values CloudWatch Logs accepts).
+    flow_log_retention_days: int = Field(90, ge=1)
 
     @property
     def creates_vpc(self) -> bool:
@@ -58,6 +60,37 @@ class SystemNodes(Model):
     max_size: int = Field(3, ge=2)
 
 
+class LoginNodes(Model):
+    """The managed node group that only login pods run on (tainted): a shell that escapes its pod lands on a
+    node with no controller's credentials."""
+
+    instance_types: list[str] = Field(default_factory=lambda: ["m7i.large"], min_length=1)
+    min_size: int = Field(1, ge=1)
+    max_size: int = Field(2, ge=1)
+
+
+class MaintenanceWindow(Model):
+    """When Karpenter may replace nodes for a new AMI (drift): weekly, `hours` long from `day` at `startHour`
+    UTC (Karpenter budget schedules are UTC)."""
+
+    day: Literal["sun", "mon", "tue", "wed", "thu", "fri", "sat"] = "sun"
+    start_hour: int = Field(3, ge=0, le=23)
+    hours: int = Field(4, ge=1, le=167)
+
+
+class NodeImage(Model):
+    """The EKS-optimized AL2023 AMI every node runs, pinned: an EKS managed node group release version
+    `<kubernetes patch>-<YYYYMMDD>` (awslabs/amazon-eks-ami CHANGELOG.md, "Release version"); Karpenter
+    takes the same release as `al2023@v<YYYYMMDD>`. Default: release v20260714, Kubernetes 1.33.13."""
+
+    release: str = "1.33.13-20260714"
+    maintenance_window: MaintenanceWindow = Field(default_factory=MaintenanceWindow)
+
+    @property
+    def date(self) -> str:
+        return self.release.rpartition("-")[2]
+
+
 class Repository(Model):
     """An S3 prefix linked into FSx at `path` by a data repository association."""
 
@@ -72,6 +105,10 @@ class Fsx(Model):
     capacity_gib: int = Field(1200, alias="capacityGiB", gt=0)
     throughput_per_tib: int | None = Field(None, alias="throughputPerTiB", validate_default=True)
     repositories: list[Repository] = Field(default_factory=list)
+    # Daily automatic backups kept this many days (PERSISTENT only, default 7; at most 90), taken in the daily
+    # window that starts at `backupStartTime` (HH:MM, UTC). SCRATCH file systems take none.
+    automatic_backup_retention_days: int | None = Field(None, ge=0, le=90, validate_default=True)
+    backup_start_time: str = Field("03:00", pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
 
     @field_validator("throughput_per_tib")
     @classmethod
@@ -80,6 +117,13 @@ class Fsx(Model):
         # stack leave out `storage` altogether.
         if value is None and info.data.get("deployment_type") == "PERSISTENT_2":
             return 125
+        return value
+
+    @field_validator("automatic_backup_retention_days")
+    @classmethod
+    def _persistent_backups(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is None and info.data.get("deployment_type") == "PERSISTENT_2":
+            return 7
         return value
 
 
@@ -162,6 +206,8 @@ class ClusterConfig(Model):
     admin_role_arns: list[str] = Field(default_factory=list)
     network: Network = Field(default_factory=Network)
     system_nodes: SystemNodes = Field(default_factory=SystemNodes)
+    login_nodes: LoginNodes = Field(default_factory=LoginNodes)
+    node_image: NodeImage = Field(default_factory=NodeImage)
     storage: Storage = Field(default_factory=Storage)
     slurm: Slurm = Field(default_factory=Slurm)
     partitions: dict[str, Partition] = Field(min_length=1)

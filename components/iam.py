@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
-# AWS-managed policies every EKS node needs: kubelet, the VPC CNI, ECR pulls, SSM for break-glass access.
-NODE_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEKS_CNI_Policy",
-    "AmazonEC2ContainerRegistryReadOnly",
-    "AmazonSSMManagedInstanceCore",
-)
+# The AWS-managed policies of every node role: the two the EKS user guide requires
+# (docs.aws.amazon.com/eks/latest/userguide/create-node-role.html: kubelet's EC2 reads, ECR pulls), nothing
+# else. Karpenter v1.14's KarpenterNodeRole (cloudformation.yaml, ../shared/upstream/karpenter) also attaches
+# AmazonEKS_CNI_Policy and AmazonSSMManagedInstanceCore; we deliberately do not. Every process on a node can
+# use its role, and the CNI policy lets it re-point any ENI's security groups
+# (ec2:ModifyNetworkInterfaceAttribute on *): the VPC CNI gets it on its own IRSA role (components/eks_addons.py),
+# as that guide recommends. SSM would give anyone holding the node's credentials a remote shell channel.
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
+# Only the VPC CNI's service account carries this one.
+CNI_POLICY = "AmazonEKS_CNI_Policy"
 
 
 @dataclass(frozen=True)
@@ -72,3 +76,34 @@ def node_role(name: str, opts: pulumi.ResourceOptions) -> aws.iam.Role:
             f"{name}-{policy}", role=role.name,
             policy_arn=partition.partition.apply(lambda p, policy=policy: managed_policy_arn(p, policy)), opts=opts)
     return role
+
+
+# The console's default key policy splits key administrators from key users
+# (docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html, "Allows key administrators to
+# administer the KMS key"): these are its administrator actions. None of them encrypts or decrypts.
+KEY_ADMIN_ACTIONS = ["kms:Create*", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Put*", "kms:Update*",
+                     "kms:Revoke*", "kms:Disable*", "kms:Get*", "kms:Delete*", "kms:TagResource",
+                     "kms:UntagResource", "kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion",
+                     "kms:RotateKeyOnDemand"]
+# EKS envelope-encrypts Secrets through a grant it creates when the cluster is created
+# (docs.aws.amazon.com/eks/latest/userguide/enable-kms.html); the key users' grant actions of the same
+# default policy, held to AWS resources.
+KEY_GRANT_ACTIONS = ["kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"]
+
+
+def secrets_key_policy(scope: Scope, dns_suffix: str, administrators: list[str]) -> dict[str, Any]:
+    """The EKS Secrets key's policy: `administrators` manage the key and cannot use it; principals of this account
+    use it only through EKS in this region (`kms:ViaService`, as AWS managed keys do), so a leaked node or pod
+    credential cannot decrypt with it. There is no `arn:...:root` + `kms:*` statement: IAM policies alone
+    grant nothing on this key."""
+    account = scope.arn("iam", "root", region="")
+    via_eks = {"kms:ViaService": f"eks.{scope.region}.{dns_suffix}", "kms:CallerAccount": scope.account}
+    return {"Version": "2012-10-17", "Statement": [
+        {"Sid": "KeyAdministrators", "Effect": "Allow", "Principal": {"AWS": sorted(set(administrators))},
+         "Action": KEY_ADMIN_ACTIONS, "Resource": "*"},
+        {"Sid": "KeyUseThroughEks", "Effect": "Allow", "Principal": {"AWS": account},
+         "Action": ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
+         "Resource": "*", "Condition": {"StringEquals": via_eks}},
+        {"Sid": "GrantsForEks", "Effect": "Allow", "Principal": {"AWS": account}, "Action": KEY_GRANT_ACTIONS,
+         "Resource": "*", "Condition": {"StringEquals": via_eks, "Bool": {"kms:GrantIsForAWSResource": "true"}}},
+    ]}

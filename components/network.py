@@ -7,14 +7,27 @@ and `kubernetes.io/role/internal-elb` so internal load balancers (the login NLB)
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
 from components import config as cfg
+from components.iam import assume_role_policy
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
+# Flow log delivery to CloudWatch Logs: the role VPC Flow Logs assumes and what it may do (Amazon VPC User Guide,
+# flow-logs-iam-role.html), here on the one log group.
+FLOW_LOGS_SERVICE = "vpc-flow-logs.amazonaws.com"
+# Scoped to the one log group; the guide's `Resource: *` would let the role write to any group of the account.
+FLOW_LOG_STREAM_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"]
+# What jobs and nodes do with the stack's buckets through the gateway endpoint: read data, write checkpoints
+# (multipart for large objects), list. No delete: a pruned checkpoint keeps its S3 copy (the FSx export refuses
+# DELETED for the same reason, docs/operating.md "Backups and S3 copies").
+BUCKET_ACTIONS = ["s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads"]
+OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +35,38 @@ class NetworkArgs:
     network: cfg.Network
     cluster_name: str
     region: str
+    # Buckets the stack reads or writes through the S3 gateway endpoint (FSx data repositories).
+    buckets: tuple[str, ...] = ()
+
+
+def ecr_layer_bucket(region: str) -> str:
+    """Where ECR serves image layers from (Amazon ECR User Guide, vpc-endpoints.html, "Minimum Amazon S3 bucket
+    permissions for Amazon ECR"): every node pulls the EKS add-on images through it."""
+    return f"prod-{region}-starport-layer-bucket"
+
+
+def s3_endpoint_policy(partition: str, region: str, buckets: tuple[str, ...]) -> dict[str, Any]:
+    """The gateway endpoint admits only the stack's own buckets and ECR's layer bucket: a pod or node cannot copy
+    data to another account's bucket through it. AL2023 nodes bootstrap with nodeadm and install no packages,
+    so the AL2023 repository buckets are not listed (a node running dnf would be refused here)."""
+    def allow(sid: str, actions: str | list[str], resource: str | list[str]) -> dict[str, Any]:
+        return {"Sid": sid, "Effect": "Allow", "Principal": "*", "Action": actions, "Resource": resource}
+
+    statements = [allow("EcrImageLayers", "s3:GetObject", f"arn:{partition}:s3:::{ecr_layer_bucket(region)}/*")]
+    if buckets:
+        arns = [f"arn:{partition}:s3:::{b}" for b in sorted(set(buckets))]
+        statements += [allow("StackBuckets", BUCKET_ACTIONS, arns),
+                       allow("StackBucketObjects", OBJECT_ACTIONS, [f"{arn}/*" for arn in arns])]
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def flow_log_policy(log_group_arn: str) -> dict[str, Any]:
+    """Write streams of the one group (a stream's ARN is `<group ARN>:log-stream:<name>`) and describe them; the
+    guide's DescribeLogGroups takes no resource (Service Authorization Reference, Amazon CloudWatch Logs)."""
+    return {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": FLOW_LOG_STREAM_ACTIONS, "Resource": f"{log_group_arn}:log-stream:*"},
+        {"Effect": "Allow", "Action": "logs:DescribeLogStreams", "Resource": f"{log_group_arn}:*"},
+        {"Effect": "Allow", "Action": "logs:DescribeLogGroups", "Resource": "*"}]}
 
 
 def subnet_layout(vpc_cidr: str, zones: int) -> tuple[list[str], list[str]]:
@@ -48,6 +93,7 @@ class Network(pulumi.ComponentResource):
             self._create_vpc(name)
         else:
             self._adopt_vpc(name)
+        self._flow_log(name)
         self.register_outputs({"vpcId": self.vpc_id, "privateSubnetIds": self.private_subnet_ids,
                                "publicSubnetIds": self.public_subnet_ids})
 
@@ -105,10 +151,27 @@ class Network(pulumi.ComponentResource):
         # Training data and checkpoints move to and from S3 without NAT charges.
         aws.ec2.VpcEndpoint(f"{name}-s3", vpc_id=vpc.id, vpc_endpoint_type="Gateway",
                             service_name=f"com.amazonaws.{self._args.region}.s3", route_table_ids=private_rts,
+                            policy=aws.get_partition_output().partition.apply(lambda p: json.dumps(
+                                s3_endpoint_policy(p, self._args.region, self._args.buckets))),
                             tags={"Name": f"{cluster}-s3"}, opts=self._child)
         self.vpc_id = vpc.id
         self.private_subnet_ids = pulumi.Output.all(*private_ids)
         self.public_subnet_ids = pulumi.Output.all(*public_ids)
+
+    def _flow_log(self, name: str) -> None:
+        """Every accepted and rejected connection of the VPC, kept `network.flowLogRetentionDays` in CloudWatch
+        Logs (encrypted at rest by the service)."""
+        cluster = self._args.cluster_name
+        group = aws.cloudwatch.LogGroup(f"{name}-flow-log", name=f"/slurm-eks/{cluster}/vpc-flow-log",
+                                        retention_in_days=self._args.network.flow_log_retention_days,
+                                        opts=self._child)
+        role = aws.iam.Role(f"{name}-flow-log", assume_role_policy=assume_role_policy(FLOW_LOGS_SERVICE),
+                            opts=self._child)
+        aws.iam.RolePolicy(f"{name}-flow-log", role=role.id,
+                           policy=group.arn.apply(lambda arn: json.dumps(flow_log_policy(arn))), opts=self._child)
+        aws.ec2.FlowLog(f"{name}-flow-log", vpc_id=self.vpc_id, traffic_type="ALL",
+                        log_destination_type="cloud-watch-logs", log_destination=group.arn, iam_role_arn=role.arn,
+                        tags={"Name": f"{cluster}-flow-log"}, opts=self._child)
 
     def _adopt_vpc(self, name: str) -> None:
         net, cluster = self._args.network, self._args.cluster_name

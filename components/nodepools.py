@@ -1,7 +1,8 @@
 """One Karpenter EC2NodeClass + NodePool per Slurm partition, generated from the config and the catalog.
 
 Nodes exist only while Slurm has work for them: the NodePool consolidates a node only when it is empty
-(after `idleTimeout`), never expires it, and never replaces a drifted node under a job.
+(after `idleTimeout`) and never expires it. Every node runs the pinned AL2023 release (`nodeImage.release`);
+a new pin makes nodes drift, and Karpenter replaces drifted nodes only inside `nodeImage.maintenanceWindow`.
 """
 
 from __future__ import annotations
@@ -14,11 +15,16 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.config import ClusterConfig, Partition
+from components.config import ClusterConfig, MaintenanceWindow, Partition
 from components.network import DISCOVERY_TAG
 from components.scheduling import DEVICE_RESOURCES, node_labels, node_taints, partition_instance
 
-AMI_ALIAS = "al2023@latest"  # picks the NVIDIA or Neuron AL2023 variant per instance type
+# Karpenter v1 alias `<family>@<version>`, the version an AMI release tag such as v20260714
+# (karpenter.sh docs v1.14, EC2NodeClasses, amiSelectorTerms "alias"): it picks the NVIDIA or Neuron AL2023
+# variant of that release per instance type.
+AMI_FAMILY = "al2023"
+WEEK_HOURS = 7 * 24
+CRON_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")  # cron day-of-week 0-6
 ROOT_VOLUME_GIB = 200  # images and logs; containerd's data lives on the instance-store RAID0
 KARPENTER_NODE_API = "karpenter.k8s.aws/v1"
 NODEPOOL_API = "karpenter.sh/v1"
@@ -28,7 +34,7 @@ def node_class_spec(name: str, partition: Partition, config: ClusterConfig, clus
                     role: pulumi.Input[str], placement_group: pulumi.Input[str] | None) -> dict[str, Any]:
     discovery = [{"tags": {DISCOVERY_TAG: cluster_name}}]
     spec: dict[str, Any] = {
-        "amiSelectorTerms": [{"alias": AMI_ALIAS}],
+        "amiSelectorTerms": [{"alias": f"{AMI_FAMILY}@v{config.node_image.date}"}],
         "role": role,
         "subnetSelectorTerms": discovery,
         "securityGroupSelectorTerms": discovery,
@@ -81,10 +87,19 @@ def node_pool_spec(name: str, partition: Partition, config: ClusterConfig) -> di
         "disruption": {
             "consolidationPolicy": "WhenEmpty",
             "consolidateAfter": partition.idle_timeout,
-            # An AMI or config change replaces nodes only once they are empty, never under a job.
-            "budgets": [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "20%"}],
+            "budgets": [drift_blocked_outside(config.node_image.maintenance_window), {"nodes": "20%"}],
         },
     }
+
+
+def drift_blocked_outside(window: MaintenanceWindow) -> dict[str, Any]:
+    """A budget of 0 drifted nodes active for the rest of the week after the window: Karpenter applies the most
+    restrictive active budget, so drifted nodes are replaced only inside the window (karpenter.sh docs v1.14,
+    Disruption, "Schedule" and "Duration": cron in UTC, duration in h/m)."""
+    end = CRON_DAYS.index(window.day) * 24 + window.start_hour + window.hours
+    day, hour = divmod(end % WEEK_HOURS, 24)
+    return {"nodes": "0", "reasons": ["Drifted"], "schedule": f"0 {hour} * * {day}",
+            "duration": f"{WEEK_HOURS - window.hours}h"}
 
 
 @dataclass(frozen=True)

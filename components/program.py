@@ -14,10 +14,11 @@ from components.names import SLURM_NAMESPACE
 from components.network import Network, NetworkArgs
 from components.nodepools import PartitionNodes, PartitionNodesArgs
 from components.problems import ConfigError
+from components.segmented_namespaces import Namespaces
 from components.slinky.cluster import SlurmCluster, SlurmClusterArgs
 from components.slinky.operator import SlinkyOperator
 from components.slinky.state_storage import StateStorage, StateStorageArgs
-from components.storage import SharedStorage, SharedStorageArgs, fsx_subnet
+from components.storage import SharedStorage, SharedStorageArgs, fsx_subnet, repository_buckets
 from components.validation import parse_cluster_config
 
 
@@ -39,27 +40,31 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     tags = dict(sorted({"slurm-eks:cluster": name, "slurm-eks:stack": stack, **config.tags}.items()))
     aws_provider = aws.Provider("aws", region=config.region, default_tags=aws.ProviderDefaultTagsArgs(tags=tags))
     opts = pulumi.ResourceOptions(providers={"aws": aws_provider})
-    network = Network("network", NetworkArgs(config.network, name, config.region), opts)
+    network = Network("network", NetworkArgs(config.network, name, config.region,
+                                             repository_buckets(config.storage.fsx)), opts)
     cluster = EksCluster("eks", EksClusterArgs(config, name, network), opts)
     karpenter = Karpenter("karpenter", KarpenterArgs(cluster, config.region), opts)
     for pname, partition in config.partitions.items():
         PartitionNodes(f"partition-{pname}", PartitionNodesArgs(
             pname, partition, config, name, karpenter.node_role.name, cluster.provider, [karpenter.crds]), opts)
     DevicePlugins("device-plugins", DevicePluginsArgs(config.partitions, cluster.provider), opts)
-    # Slurm: operator, then the cluster; KEDA + Prometheus scale each partition's NodeSet.
-    operator = SlinkyOperator("slinky", cluster.provider, opts)
-    state_storage = StateStorage("slurm-state", StateStorageArgs(cluster, name), opts)
-    autoscaling = Autoscaling("autoscaling", AutoscalingArgs(config, cluster.provider), opts)
     vpc_cidr = config.network.vpc_cidr or aws.ec2.get_vpc_output(
         id=network.vpc_id, opts=pulumi.InvokeOutputOptions(provider=aws_provider)).cidr_block
+    # Every namespace comes with its Pod Security labels and NetworkPolicies before anything runs in it.
+    namespaces = Namespaces(config, vpc_cidr, cluster.provider)
+    # Slurm: operator, then the cluster; KEDA + Prometheus scale each partition's NodeSet.
+    operator = SlinkyOperator("slinky", namespaces, opts)
+    state_storage = StateStorage("slurm-state", StateStorageArgs(cluster, name), opts)
+    autoscaling = Autoscaling("autoscaling", AutoscalingArgs(config, namespaces), opts)
     slurm = SlurmCluster("slurm", SlurmClusterArgs(
         config, name, cluster.provider, operator.ready, state_storage, network.vpc_id, vpc_cidr,
-        network.private_subnet_ids, cluster.cluster_security_group_id, [autoscaling.metrics]), opts)
+        network.private_subnet_ids, cluster.cluster_security_group_id, [autoscaling.metrics], cluster, namespaces),
+        opts)
     autoscaling.scale(slurm.nodesets)
     # The claim every login and compute pod mounts at /shared lives in the Slurm namespace.
     storage = SharedStorage("storage", SharedStorageArgs(
         config.storage.fsx, cluster, network.vpc_id, fsx_subnet(network, config.network), SLURM_NAMESPACE,
-        [slurm.namespace]), opts)
+        slurm.namespace), opts)
     return {
         "slurmNamespace": SLURM_NAMESPACE,
         "slurmPartitions": list(slurm.nodesets),

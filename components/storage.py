@@ -76,6 +76,11 @@ def repository_s3_config(repo: cfg.Repository) -> dict[str, dict[str, list[str]]
     return s3
 
 
+def repository_buckets(fsx: cfg.Fsx) -> tuple[str, ...]:
+    """The buckets of the file system's data repositories (what the S3 gateway endpoint must admit)."""
+    return tuple(sorted({repo.s3.removeprefix("s3://").split("/", 1)[0] for repo in fsx.repositories}))
+
+
 def _slug(path: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-") or "root"
 
@@ -150,7 +155,11 @@ class SharedStorage(pulumi.ComponentResource):
             per_unit_storage_throughput=fsx.throughput_per_tib if persistent else None,
             metadata_configuration=(aws.fsx.LustreFileSystemMetadataConfigurationArgs(mode="AUTOMATIC")
                                     if fsx.deployment_type == "PERSISTENT_2" else None),
-            copy_tags_to_backups=True if persistent else None,  # scratch file systems have no backups
+            # Daily backups (FSx API CreateFileSystemLustreConfiguration: AutomaticBackupRetentionDays 0-90,
+            # DailyAutomaticBackupStartTime HH:MM UTC; PERSISTENT only, scratch file systems have no backups).
+            automatic_backup_retention_days=fsx.automatic_backup_retention_days if persistent else None,
+            daily_automatic_backup_start_time=fsx.backup_start_time if persistent else None,
+            copy_tags_to_backups=True if persistent else None,
             tags={"Name": f"{args.cluster.name}-shared"},
             # Persistent data outlives any `pulumi destroy`; scratch (dev) is disposable and must not block it.
             opts=pulumi.ResourceOptions(parent=self, protect=persistent))

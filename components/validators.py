@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from components import catalog
+from components.addon_versions import ADDON_VERSIONS
 from components.config import ClusterConfig, Partition
 from components.names import WORLD_CIDRS
 from components.problems import Problem, Severity
-from components.slinky.images import SERIES, SLINKY_REGISTRY, release_series
+from components.slinky.images import SERIES, SLINKY_REPOSITORIES, pinning_problem, release_series, slurm_image
 
 MIN_KUBERNETES = (1, 29)  # Slinky 1.2.x needs Kubernetes >= 1.29
 MIN_SLURM = (25, 11)  # and Slurm >= 25.11
-NEWEST_KNOWN_KUBERNETES = (1, 35)  # newest EKS version these manifests were checked against
 FSX_THROUGHPUT = {"PERSISTENT_2": (125, 250, 500, 1000)}
 FSX_MAX_REPOSITORIES = 8  # data repository associations per file system
 K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -28,8 +28,6 @@ MAX_PARTITION_NAME = 40  # leaves room for the prefixes of NodePool/NodeSet/Serv
 REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 SSH_KEY = re.compile(r"^(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)"
                      r" [A-Za-z0-9+/=]+( .*)?$")
-# Slinky's `<series>-<os>` tags (25.11-ubuntu24.04) move to each new patch release.
-SLINKY_SERIES_TAG = re.compile(r":\d+\.\d+-[^:]*$")
 S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
 
 
@@ -90,14 +88,14 @@ def kubernetes_version(c: ClusterConfig) -> Iterator[Finding]:
                       'use "1.29" or newer (EKS standard support: see `slurm-eks preflight`)')
 
 
-@rule("kubernetes-version-unverified", "warning")
-def kubernetes_version_unverified(c: ClusterConfig) -> Iterator[Finding]:
-    version = _kubernetes_minor(c.kubernetes_version)
-    if version is not None and version > NEWEST_KNOWN_KUBERNETES:
-        newest = ".".join(map(str, NEWEST_KNOWN_KUBERNETES))
+@rule("kubernetes-version-pinned")
+def kubernetes_version_pinned(c: ClusterConfig) -> Iterator[Finding]:
+    """A Kubernetes version is deployable once its EKS add-on versions are pinned (and so checked)."""
+    if _kubernetes_minor(c.kubernetes_version) is not None and c.kubernetes_version not in ADDON_VERSIONS:
         yield Finding("kubernetesVersion", c.kubernetes_version,
-                      f"newer than {newest}, the newest version this project was checked against",
-                      "check Karpenter's and Slinky's compatibility matrices before deploying")
+                      f"no pinned EKS add-on versions for it (this release pins {', '.join(ADDON_VERSIONS)})",
+                      "use a pinned version, or add its row to components/addon_versions.py from the EKS user "
+                      "guide's add-on tables, with a nodeImage.release for it")
 
 
 @rule("cluster-name")
@@ -114,6 +112,34 @@ def admin_role_arns(c: ClusterConfig) -> Iterator[Finding]:
         if not re.fullmatch(r"arn:aws[a-z-]*:iam::\d{12}:role/.+", arn):
             yield Finding(f"adminRoleArns[{i}]", arn, "not an IAM role ARN",
                           "use arn:aws:iam::<account>:role/<name>")
+
+
+# An EKS managed node group AMI release version: `<kubernetes major.minor.patch>-<YYYYMMDD>`, as
+# awslabs/amazon-eks-ami CHANGELOG.md lists them ("Release version", e.g. 1.33.13-20260714).
+NODE_IMAGE_RELEASE = re.compile(r"^(1\.\d+)\.\d+-(20\d{2})(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])$")
+
+
+@rule("node-image-release")
+def node_image_release(c: ClusterConfig) -> Iterator[Finding]:
+    release = c.node_image.release
+    match = NODE_IMAGE_RELEASE.match(release)
+    if match is None:
+        yield Finding("nodeImage.release", release, "not an EKS AL2023 AMI release version",
+                      "use <kubernetes patch>-<YYYYMMDD> as awslabs/amazon-eks-ami's CHANGELOG lists it for your "
+                      "Kubernetes version, e.g. 1.33.13-20260714")
+    elif match.group(1) != c.kubernetes_version:
+        yield Finding("nodeImage.release", release,
+                      f"an AMI for Kubernetes {match.group(1)}, but kubernetesVersion is {c.kubernetes_version}",
+                      f"pick the {c.kubernetes_version} release version of the same AMI release in awslabs/"
+                      "amazon-eks-ami's CHANGELOG")
+
+
+@rule("login-nodes")
+def login_nodes(c: ClusterConfig) -> Iterator[Finding]:
+    if c.login_nodes.max_size < c.login_nodes.min_size:
+        yield Finding("loginNodes.maxSize", c.login_nodes.max_size,
+                      f"below loginNodes.minSize ({c.login_nodes.min_size})",
+                      "set maxSize to at least minSize")
 
 
 # --- network -------------------------------------------------------------------------------------------
@@ -276,6 +302,45 @@ def fsx_repositories(c: ClusterConfig) -> Iterator[Finding]:
                           "add import: [NEW, CHANGED, DELETED] and/or export: [NEW, CHANGED, DELETED]")
 
 
+@rule("fsx-backups")
+def fsx_backups(c: ClusterConfig) -> Iterator[Finding]:
+    fsx = c.storage.fsx
+    path = "storage.fsx.automaticBackupRetentionDays"
+    if not fsx.deployment_type.startswith("PERSISTENT"):
+        if fsx.automatic_backup_retention_days:
+            yield Finding(path, fsx.automatic_backup_retention_days,
+                          f"{fsx.deployment_type} file systems take no backups (FSx backs up PERSISTENT only)",
+                          "remove automaticBackupRetentionDays, or use deploymentType PERSISTENT_2")
+    elif not fsx.automatic_backup_retention_days:
+        yield Finding(path, fsx.automatic_backup_retention_days,
+                      "a persistent file system without automatic backups: a deleted file is gone for good",
+                      "keep at least 1 day (the default is 7)")
+
+
+@rule("fsx-export-deletes")
+def fsx_export_deletes(c: ClusterConfig) -> Iterator[Finding]:
+    for i, repo in enumerate(c.storage.fsx.repositories):
+        if "DELETED" in repo.export_events:
+            yield Finding(f"storage.fsx.repositories[{i}].export", list(repo.export_events),
+                          f"export DELETED makes every file removed under {repo.path} (a pruned checkpoint, an rm "
+                          f"by mistake) delete its object in {repo.s3}: S3 would lose the only other copy",
+                          "export [NEW, CHANGED] only, and prune S3 with a lifecycle rule if it must shrink")
+
+
+# CloudWatch Logs PutRetentionPolicy: the retentionInDays values it accepts (CloudWatch Logs API Reference).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
+                      3288, 3653)
+
+
+@rule("flow-log-retention")
+def flow_log_retention(c: ClusterConfig) -> Iterator[Finding]:
+    days = c.network.flow_log_retention_days
+    if days not in LOG_RETENTION_DAYS:
+        nearest = min(LOG_RETENTION_DAYS, key=lambda d: (abs(d - days), d))
+        yield Finding("network.flowLogRetentionDays", days, "CloudWatch Logs does not accept this retention",
+                      f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}; nearest: {nearest}")
+
+
 # --- slurm ---------------------------------------------------------------------------------------------
 
 @rule("login-public-ssh")
@@ -326,13 +391,20 @@ def slurm_version(c: ClusterConfig) -> Iterator[Finding]:
 
 @rule("image-pinned")
 def image_pinned(c: ClusterConfig) -> Iterator[Finding]:
-    images = {f"slurm.images.{k}": v for k, v in c.slurm.images.model_dump().items() if v}
+    """Every image the cluster runs: the overrides, and Slinky's images of `slurm.version` (slurm-version
+    reports a series Slinky has none of)."""
+    images = {f"slurm.images.{d}": slurm_image(c.slurm, d) for d in SLINKY_REPOSITORIES if getattr(c.slurm.images, d)}
+    if release_series(c.slurm.version) in SERIES:
+        defaults = {slurm_image(c.slurm, d) for d in SLINKY_REPOSITORIES if not getattr(c.slurm.images, d)}
+        problems = {problem for image in defaults if (problem := pinning_problem(image))}
+        for problem in sorted(problems):
+            yield Finding("slurm.version", c.slurm.version, f"not pinned: {problem}",
+                          f"use a release Slinky built ({', '.join(SERIES)} or one of their patch releases), "
+                          "or set every slurm.images entry")
     images |= {f"partitions.{n}.image": p.image for n, p in c.partitions.items() if p.image}
     for path, image in images.items():
-        name = image.rsplit("/", 1)[-1]
-        series_tag = image.startswith(f"{SLINKY_REGISTRY}/") and SLINKY_SERIES_TAG.search(name)
-        if "@sha256:" not in name and (":" not in name or name.endswith(":latest") or series_tag):
-            yield Finding(path, image, "not pinned: a moving tag changes what runs at the next node start",
+        if problem := pinning_problem(image):
+            yield Finding(path, image, f"not pinned: {problem}: what runs changes at the next pod start",
                           "name an exact tag or digest, e.g. repo/image:25.11.6-ubuntu24.04 or repo/image@sha256:...")
 
 

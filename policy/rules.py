@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from policy.model import UNKNOWN, ResourceRule, Waiver, dig, enabled, items
+from components.slinky.images import pinning_problem
+from policy.model import NO_SETTINGS, UNKNOWN, Resource, ResourceRule, Settings, Violation, Waiver, dig, enabled, items
 from policy.network import INGRESS_TYPES, WORLD, ingress_of
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -18,6 +21,21 @@ EKS_COMPONENT = "eks:index:Cluster"  # pulumi-eks: all that the offline plan see
 EKS_CLUSTER = "aws:eks/cluster:Cluster"  # its child, which `pulumi preview` also sees
 SERVICE = "kubernetes:core/v1:Service"
 LOGIN_SET = "kubernetes:slinky.slurm.net/v1beta1:LoginSet"
+EKS_ADDON = "aws:eks/addon:Addon"
+
+# What runs containers: pod templates of the workload kinds; the Slinky CRs, whose spec.<daemon> (slurmctld,
+# slurmd, ...), reconfigure and logfile are corev1.Container objects and spec.template a pod template
+# (slurm-operator v1.2.1 helm/slurm-operator-crds/templates/slinky.slurm.net_*.yaml); and mariadb-operator's
+# MariaDB, whose spec.image is its server image (v26.6.0 config/crd/bases/k8s.mariadb.com_mariadbs.yaml; unset,
+# the operator's default for its release).
+POD_OWNERS = frozenset({
+    "kubernetes:k8s.mariadb.com/v1alpha1:MariaDB",
+    "kubernetes:core/v1:Pod", "kubernetes:batch/v1:Job", "kubernetes:batch/v1:CronJob",
+    "kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:apps/v1:DaemonSet",
+    "kubernetes:apps/v1:ReplicaSet",
+    *(f"kubernetes:slinky.slurm.net/v1beta1:{kind}" for kind in ("Controller", "Accounting", "NodeSet",
+                                                                  "LoginSet", "RestApi")),
+})
 
 EBS_CSI = "ebs.csi.aws.com"
 SSH_PORT = 22
@@ -161,6 +179,12 @@ def node_pool_keeps_busy_nodes(type_: str, inputs: Mapping[str, Any]) -> list[st
     if expire not in ("Never", UNKNOWN):
         problems.append(f"template.spec.expireAfter is {expire}: Karpenter replaces every node at that age, "
                         "job or not (disruption budgets do not hold back expiry)")
+    grace = dig(spec, "template", "spec", "terminationGracePeriod")
+    if grace is not None:
+        # kubernetes-sigs/karpenter v1.14.1 pkg/controllers/disruption/types.go NewCandidate: with a grace period,
+        # drift and expiry take nodes whose pods block eviction (a busy slurmd's PodDisruptionBudget).
+        problems.append(f"template.spec.terminationGracePeriod is {grace}: drift then replaces nodes whose slurmd "
+                        "pod runs a job, PodDisruptionBudget or not, once the grace period ends")
     return problems
 
 
@@ -168,6 +192,37 @@ def _underutilized_blocked(budgets: list[Any]) -> bool:
     """A budget that always allows 0 disruptions for underutilisation: consolidation of busy nodes never runs."""
     return any(isinstance(b, Mapping) and str(b.get("nodes")) in ("0", "0%") and not b.get("schedule")
                and (not b.get("reasons") or "Underutilized" in items(b.get("reasons"))) for b in budgets)
+
+
+def images_pinned(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+    return [f"{path}: {image} is not pinned: {problem}" for path, image in _images(inputs.get("spec"), "spec")
+            if image != UNKNOWN and (problem := pinning_problem(image))]
+
+
+def _images(value: Any, path: str) -> list[tuple[str, str]]:
+    """Every `image: <string>` under value (containers, init containers, Slinky's spec.<daemon>.image)."""
+    if isinstance(value, Mapping):
+        found = [(f"{path}.image", value["image"])] if isinstance(value.get("image"), str) else []
+        return found + [hit for key, v in value.items() if key != "image" for hit in _images(v, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [hit for i, v in enumerate(value) for hit in _images(v, f"{path}[{i}]")]
+    return []
+
+
+def eks_addon_pinned(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+    if inputs.get("addonVersion"):
+        return []
+    return [f"the {inputs.get('addonName', '?')} add-on has no addonVersion: EKS installs its default version, "
+            "which changes under the same code"]
+
+
+def node_class_ami_pinned(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+    # Karpenter v1 aliases are `<family>@<version>`; `@latest` (or an ID/name/tag selector) follows new AMIs.
+    terms = items(dig(inputs, "spec", "amiSelectorTerms"))
+    aliases = [str(t.get("alias", "")) for t in terms if isinstance(t, Mapping)]
+    if UNKNOWN in aliases or (aliases and all(a and not a.endswith("@latest") for a in aliases)):
+        return []
+    return [f"spec.amiSelectorTerms {aliases or terms} do not pin an AMI release: every new AMI drifts every node"]
 
 
 IMDSV2_REQUIRED = ResourceRule(
@@ -253,13 +308,211 @@ EKS_SECRETS_ENCRYPTION = ResourceRule(
 NODE_POOL_KEEPS_BUSY_NODES = ResourceRule(
     name="nodepool-keeps-busy-nodes",
     description="Training NodePools never consolidate busy nodes nor expire them.",
-    fix="set disruption.consolidationPolicy: WhenEmpty (or an unscheduled budget nodes: \"0\" for Underutilized) "
-        "and template.spec.expireAfter: Never",
+    fix="set disruption.consolidationPolicy: WhenEmpty (or an unscheduled budget nodes: \"0\" for Underutilized), "
+        "template.spec.expireAfter: Never, and no template.spec.terminationGracePeriod",
     types=frozenset({NODE_POOL}),
     check=node_pool_keeps_busy_nodes,
+)
+IMAGES_PINNED = ResourceRule(
+    name="images-pinned",
+    description="Every container image of a pod template or Slinky CR is a digest or an exact release tag "
+                "(of Slinky's registry: a <patch>-<os> tag of a release Slinky built).",
+    fix="name the image by digest (repo@sha256:...) or by an exact patch tag, e.g. "
+        "ghcr.io/slinkyproject/slurmd-pyxis:25.11.6-ubuntu24.04 (slurm.images / partitions.<name>.image)",
+    types=POD_OWNERS,
+    check=images_pinned,
+)
+
+EKS_ADDON_PINNED = ResourceRule(
+    name="eks-addon-pinned",
+    description="Every EKS add-on is installed at a pinned addonVersion.",
+    fix="set addonVersion from components/addon_versions.py ADDON_VERSIONS (the EKS user guide's table per "
+        "Kubernetes version)",
+    types=frozenset({EKS_ADDON}),
+    check=eks_addon_pinned,
+    # The EBS CSI driver's add-on versions per Kubernetes version are published only through the EKS API
+    # (`aws eks describe-addon-versions`), not in the user guide or the driver's repository, so no version
+    # could be read offline for this release; the waiver is granted until one is pinned from that API.
+    waiver=Waiver(
+        key="allowUnpinnedEbsCsiAddon",
+        description="The aws-ebs-csi-driver add-on of this stack may run the version EKS installs by default.",
+        covers=lambda _type, inputs: inputs.get("addonName") == "aws-ebs-csi-driver",
+    ),
+)
+NODE_CLASS_AMI_PINNED = ResourceRule(
+    name="nodeclass-ami-pinned",
+    description="EC2NodeClasses select one AL2023 release (alias al2023@vYYYYMMDD), not @latest.",
+    fix="set nodeImage.release in the stack config; a new release then rolls out in nodeImage.maintenanceWindow",
+    types=frozenset({NODE_CLASS}),
+    check=node_class_ami_pinned,
+)
+
+RDS_PARAMETER_GROUP = "aws:rds/parameterGroup:ParameterGroup"
+DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+
+
+def rds_managed_password(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+    problems = []
+    if not enabled(inputs.get("manageMasterUserPassword")):
+        problems.append("manageMasterUserPassword is not true: the master password is Pulumi's to keep, in its state")
+    if inputs.get("password") not in (None, ""):
+        problems.append("password is set: the master password is an input, so it is in Pulumi's state")
+    return problems
+
+
+def rds_require_tls(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+    if not str(inputs.get("family") or "").startswith(("mariadb", "mysql")):
+        return []
+    parameters = [p for p in items(inputs.get("parameters")) if isinstance(p, Mapping)]
+    values = {str(p.get("name")): str(p.get("value")) for p in parameters}
+    if values.get("require_secure_transport", "").upper() in ("ON", "1", UNKNOWN.upper()):
+        return []
+    return ["require_secure_transport is not ON: clients may log in without TLS (RDS's default up to MariaDB 11.4)"]
+
+
+def fsx_backups(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+    if not str(inputs.get("deploymentType", "")).startswith("PERSISTENT"):
+        return []  # scratch file systems cannot be backed up
+    days = inputs.get("automaticBackupRetentionDays")
+    if days == UNKNOWN or (isinstance(days, int | float) and days >= 1):
+        return []
+    # Online, numbers arrive as floats (a protobuf Struct): 0.0 reads as 0 here too.
+    shown = "unset (0)" if days is None else f"{days:g}" if isinstance(days, int | float) else days
+    return [f"automaticBackupRetentionDays is {shown}: no daily backups"]
+
+
+def dra_keeps_s3_copies(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+    if "DELETED" not in items(dig(inputs, "s3", "autoExportPolicy", "events")):
+        return []
+    return ["s3.autoExportPolicy exports DELETED: removing a file (a pruned checkpoint) deletes its S3 object"]
+
+
+def s3_endpoint_scoped(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+    if not str(inputs.get("serviceName", "")).endswith(".s3"):
+        return []
+    policy = inputs.get("policy")
+    if policy == UNKNOWN:
+        return []
+    if not policy:
+        return ["no policy: the endpoint admits every bucket, so data can leave to any account's bucket"]
+    document = json.loads(policy) if isinstance(policy, str) else policy
+    problems = []
+    for statement in items(document.get("Statement")):
+        if not isinstance(statement, Mapping) or statement.get("Effect") != "Allow":
+            continue
+        actions = [str(a) for a in _one_or_many(statement.get("Action"))]
+        object_access = any(a in ("*", "s3:*") or a.startswith(("s3:Get", "s3:Put")) for a in actions)
+        if object_access and "*" in _one_or_many(statement.get("Resource")):
+            problems.append(f"statement {statement.get('Sid', '?')} allows {', '.join(actions)} on Resource *")
+    return problems
+
+
+def _one_or_many(value: Any) -> list[Any]:
+    """An IAM policy element, which may be one string or a list of them."""
+    return [value] if isinstance(value, str) else items(value)
+
+
+RDS_MANAGED_PASSWORD = ResourceRule(
+    name="rds-managed-password",
+    description="RDS keeps the master password in Secrets Manager; no password input (it would be in the state).",
+    fix="set manageMasterUserPassword: true and remove password",
+    types=frozenset({RDS}),
+    check=rds_managed_password,
+)
+RDS_REQUIRE_TLS = ResourceRule(
+    name="rds-require-tls",
+    description="MariaDB/MySQL parameter groups set require_secure_transport ON.",
+    fix="add the parameter require_secure_transport = ON to the parameter group",
+    types=frozenset({RDS_PARAMETER_GROUP}),
+    check=rds_require_tls,
+)
+FSX_BACKUPS = ResourceRule(
+    name="fsx-backups",
+    description="Persistent FSx for Lustre file systems keep daily automatic backups for at least one day.",
+    fix="set storage.fsx.automaticBackupRetentionDays to 1 or more (automaticBackupRetentionDays on the file system)",
+    types=frozenset({FSX}),
+    check=fsx_backups,
+)
+DRA_KEEPS_S3_COPIES = ResourceRule(
+    name="dra-keeps-s3-copies",
+    description="FSx data repository associations do not export deletions to S3.",
+    fix="export [NEW, CHANGED] only (storage.fsx.repositories[].export)",
+    types=frozenset({DRA}),
+    check=dra_keeps_s3_copies,
+)
+S3_ENDPOINT_SCOPED = ResourceRule(
+    name="s3-endpoint-scoped",
+    description="The S3 gateway endpoint has a policy naming its buckets, never Resource * for object access.",
+    fix="give the endpoint a policy listing the stack's buckets and ECR's layer bucket (components/network.py)",
+    types=frozenset({VPC_ENDPOINT}),
+    check=s3_endpoint_scoped,
+)
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+PSA_ENFORCE = "pod-security.kubernetes.io/enforce"
+PSA_LEVELS = ("privileged", "baseline", "restricted")  # kubernetes.io/docs/concepts/security/pod-security-standards
+PRIVILEGED_NAMESPACES = "privilegedNamespaces"
+
+
+def namespace_pod_security(type_: str, inputs: Mapping[str, Any], settings: Settings) -> list[str]:
+    name, labels = dig(inputs, "metadata", "name"), dig(inputs, "metadata", "labels") or {}
+    if UNKNOWN in (name, labels):
+        return []
+    level = labels.get(PSA_ENFORCE) if isinstance(labels, Mapping) else None
+    if level is None:
+        return [f"namespace {name} has no {PSA_ENFORCE} label: its pods get the cluster's default level, which is "
+                "privileged on EKS"]
+    if level == UNKNOWN:
+        return []
+    if level not in PSA_LEVELS:
+        return [f"{PSA_ENFORCE}={level!r} is not a Pod Security level ({', '.join(PSA_LEVELS)})"]
+    reason = (settings.get(PRIVILEGED_NAMESPACES) or {}).get(name)
+    if level == "privileged" and not (isinstance(reason, str) and reason.strip()):
+        return [f"namespace {name} enforces Pod Security privileged (any pod, host access included), and the pack "
+                f"config does not list it under {PRIVILEGED_NAMESPACES} with a reason"]
+    return []
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListedExceptionsRule(ResourceRule):
+    """A resource rule whose exceptions the pack's owners list by name, each with its reason, in one object
+    property of the stack's pack config (policy/config/<stack>.json). `check` is the rule with none listed."""
+
+    exceptions: str  # the config property: {name: reason}
+    exceptions_description: str
+    check_listed: Callable[[str, Mapping[str, Any], Settings], list[str]]
+
+    @property
+    def config_schema(self) -> dict[str, dict[str, Any]]:
+        return {self.exceptions: {"type": "object", "additionalProperties": {"type": "string", "minLength": 1},
+                                  "default": {}, "description": self.exceptions_description}}
+
+    def evaluate(self, resource: Resource, settings: Settings = NO_SETTINGS) -> list[Violation]:
+        if resource.type not in self.types:
+            return []
+        return [Violation(self, resource.urn, m, self.enforcement)
+                for m in self.check_listed(resource.type, resource.inputs, settings)]
+
+
+NAMESPACE_POD_SECURITY = ListedExceptionsRule(
+    name="namespace-pod-security",
+    description="Every Namespace enforces a Pod Security level; `privileged` only where the pack's owners list "
+                "the namespace with a reason.",
+    fix="label the namespace pod-security.kubernetes.io/enforce: restricted or baseline (components/namespaces.py "
+        "POD_SECURITY); only the policy pack's owners can allow privileged, with the namespace and its reason under "
+        f"{PRIVILEGED_NAMESPACES} in policy/config/<stack>.json",
+    types=frozenset({NAMESPACE}),
+    check=lambda type_, inputs: namespace_pod_security(type_, inputs, NO_SETTINGS),
+    exceptions=PRIVILEGED_NAMESPACES,
+    exceptions_description="Namespaces of this stack that may enforce Pod Security privileged: name -> why.",
+    check_listed=namespace_pod_security,
 )
 
 RESOURCE_RULES: tuple[ResourceRule, ...] = (
     IMDSV2_REQUIRED, EBS_ENCRYPTED, FSX_ENCRYPTED, RDS_ENCRYPTED, RDS_NOT_PUBLIC, RDS_DELETION_PROTECTION,
     NO_WORLD_SSH, EKS_API_NOT_WORLD, EKS_PRIVATE_ENDPOINT, EKS_SECRETS_ENCRYPTION, NODE_POOL_KEEPS_BUSY_NODES,
+    IMAGES_PINNED, EKS_ADDON_PINNED, NODE_CLASS_AMI_PINNED,
+    RDS_MANAGED_PASSWORD, RDS_REQUIRE_TLS, FSX_BACKUPS, DRA_KEEPS_S3_COPIES, S3_ENDPOINT_SCOPED,
+    NAMESPACE_POD_SECURITY,
 )

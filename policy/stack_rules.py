@@ -169,6 +169,66 @@ EFA_NO_SPOT = StackRule(
     check=efa_no_spot,
 )
 
+NAMESPACE = "kubernetes:core/v1:Namespace"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _created_namespaces(resources: Sequence[Resource]) -> dict[str, str]:
+    """Namespace name -> the URN that creates it: Namespace objects and Helm releases with createNamespace."""
+    found: dict[str, str] = {}
+    for r in resources:
+        if r.type == NAMESPACE and isinstance(dig(r.inputs, "metadata", "name"), str):
+            found.setdefault(dig(r.inputs, "metadata", "name"), r.urn)
+        elif r.type == HELM_RELEASE and r.inputs.get("createNamespace") in (True, "true") \
+                and isinstance(r.inputs.get("namespace"), str):
+            found.setdefault(r.inputs["namespace"], r.urn)
+    return found
+
+
+def _denies_all(inputs: Mapping[str, Any]) -> bool:
+    """Selects every pod (an empty podSelector), isolates both ways, admits nothing (networking.k8s.io/v1)."""
+    spec = inputs.get("spec") or {}
+    selector = spec.get("podSelector")
+    return (isinstance(selector, Mapping) and not selector.get("matchLabels") and not selector.get("matchExpressions")
+            and {"Ingress", "Egress"} <= set(items(spec.get("policyTypes")))
+            and not items(spec.get("ingress")) and not items(spec.get("egress")))
+
+
+def namespace_default_deny(resources: Sequence[Resource]) -> list[Finding]:
+    denied = {dig(r.inputs, "metadata", "namespace") for r in resources
+              if r.type == NETWORK_POLICY and _denies_all(r.inputs)}
+    return [(urn, f"namespace {name} has no default-deny NetworkPolicy: every pod in it takes and sends any "
+                  "traffic that no other policy isolates")
+            for name, urn in sorted(_created_namespaces(resources).items()) if name not in denied]
+
+
+NAMESPACE_DEFAULT_DENY = StackRule(
+    name="namespace-default-deny",
+    description="Every namespace the program creates has a NetworkPolicy selecting all its pods for Ingress and "
+                "Egress with no rules, so only flows allowed on purpose pass.",
+    fix="add the namespace to components/network_policies.py (a default-deny policy, then one allow per flow)",
+    check=namespace_default_deny,
+)
+
+VPC = "aws:ec2/vpc:Vpc"
+FLOW_LOG = "aws:ec2/flowLog:FlowLog"
+
+
+def vpc_flow_log(resources: Sequence[Resource]) -> list[Finding]:
+    """A VPC this stack creates has a flow log that depends on it (an adopted VPC's is its owner's business)."""
+    return [(vpc.urn, "no flow log: nobody can tell afterwards which addresses talked to the cluster")
+            for vpc in resources if vpc.type == VPC and not _attached(resources, frozenset({FLOW_LOG}), vpc)]
+
+
+VPC_FLOW_LOG = StackRule(
+    name="vpc-flow-log",
+    description="Every VPC the stack creates records flow logs.",
+    fix="add an aws.ec2.FlowLog for the VPC (components/network.py does, to CloudWatch Logs)",
+    check=vpc_flow_log,
+)
+
 STACK_RULES: tuple[StackRule, ...] = (
-    STORAGE_CLUSTER_ONLY, S3_PUBLIC_ACCESS_BLOCKED, S3_ENCRYPTED, EFA_SINGLE_ZONE, EFA_NO_SPOT,
+    STORAGE_CLUSTER_ONLY, S3_PUBLIC_ACCESS_BLOCKED, S3_ENCRYPTED, EFA_SINGLE_ZONE, EFA_NO_SPOT, NAMESPACE_DEFAULT_DENY,
+    VPC_FLOW_LOG,
 )

@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
+from components.config import MaintenanceWindow
+from components.nodepools import drift_blocked_outside
 from scripts.offline.plan_model import Plan, PlannedResource
+from tests.config.helpers import raw_config
 from tests.plan.fixtures import one, shipped_plan
 from tests.slinky.helpers import objects, plan_of, variant
 
@@ -29,14 +32,19 @@ def _specs(plan: Plan, kind: str) -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("stack", STACKS)
 def test_nodepools_never_take_a_node_from_under_a_job(stack: str) -> None:
     """docs/nodes.md: "Nodes are never taken from under a running job. The NodePool's disruption settings
-    are: `consolidationPolicy: WhenEmpty` ..., `expireAfter: Never` ..., and a budget of `0` for `Drifted`
-    ..., with at most 20% of a partition's nodes disrupted at once." (README.md: "a node is never taken
-    from under a running job")"""
+    are: `consolidationPolicy: WhenEmpty` ..., `expireAfter: Never` ..., a budget of `0` for `Drifted` outside
+    the maintenance window ..., with at most 20% of a partition's nodes disrupted at once", and no
+    `terminationGracePeriod`, so a node whose slurmd pod runs a job is never a drift candidate. (README.md: "a
+    node is never taken from under a running job")"""
+    window = raw_config(stack).get("nodeImage", {}).get("maintenanceWindow")
+    expected = drift_blocked_outside(MaintenanceWindow.model_validate(window) if window else MaintenanceWindow())
     for name, spec in _specs(shipped_plan(stack), "NodePool").items():
         disruption = spec["disruption"]
         assert disruption["consolidationPolicy"] == "WhenEmpty", name
         assert spec["template"]["spec"]["expireAfter"] == "Never", name
-        assert {"nodes": "0", "reasons": ["Drifted"]} in disruption["budgets"], name
+        assert "terminationGracePeriod" not in spec["template"]["spec"], name
+        drift = [b for b in disruption["budgets"] if "Drifted" in b.get("reasons", [])]
+        assert drift == [expected] and expected["nodes"] == "0", name
         assert {"nodes": "20%"} in disruption["budgets"], name
 
 
@@ -53,13 +61,16 @@ def test_slurmd_pods_are_never_replaced_or_evicted_under_a_job(stack: str) -> No
 @pytest.mark.parametrize("stack", STACKS)
 def test_nodes_take_imdsv2_only_with_one_hop(stack: str) -> None:
     """docs/nodes.md: "IMDSv2 only with a hop limit of 1 (pods cannot read the node's credentials)";
-    docs/architecture.md: the system node group has "IMDSv2 with hop limit 1"."""
+    docs/architecture.md: the system and login node groups have "IMDSv2 with hop limit 1"."""
     plan = shipped_plan(stack)
     for name, spec in _specs(plan, "EC2NodeClass").items():
         options = spec["metadataOptions"]
         assert {k: options.get(k) for k in IMDSV2_ONE_HOP} == IMDSV2_ONE_HOP, name
-    options = one(plan, LAUNCH_TEMPLATE).inputs["metadataOptions"]
-    assert {k: options.get(k) for k in IMDSV2_ONE_HOP} == IMDSV2_ONE_HOP
+    templates = plan.of_type(LAUNCH_TEMPLATE)
+    assert {t.name for t in templates} == {"eks-system", "eks-login"}  # both managed node groups
+    for template in templates:
+        options = template.inputs["metadataOptions"]
+        assert {k: options.get(k) for k in IMDSV2_ONE_HOP} == IMDSV2_ONE_HOP, template.name
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -72,7 +83,7 @@ def test_node_volumes_are_encrypted_gp3(stack: str) -> None:
         assert root["rootVolume"] is True, name
         assert {k: root["ebs"][k] for k in ("encrypted", "volumeType", "volumeSize")} == {
             "encrypted": True, "volumeType": "gp3", "volumeSize": "200Gi"}, name
-    for mapping in one(plan, LAUNCH_TEMPLATE).inputs["blockDeviceMappings"]:
+    for mapping in (m for t in plan.of_type(LAUNCH_TEMPLATE) for m in t.inputs["blockDeviceMappings"]):
         assert mapping["ebs"]["encrypted"] in (True, "true") and mapping["ebs"]["volumeType"] == "gp3"
 
 

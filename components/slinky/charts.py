@@ -8,6 +8,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import namespaces
 from components.cluster import SYSTEM_LABEL, SYSTEM_NODE_SELECTOR
 
 
@@ -20,15 +21,16 @@ class Chart:
 
 
 SLINKY_CHARTS = "oci://ghcr.io/slinkyproject/charts"
-CERT_MANAGER = Chart("cert-manager", "v1.21.1", "cert-manager", "https://charts.jetstack.io")
-SLURM_OPERATOR_CRDS = Chart(f"{SLINKY_CHARTS}/slurm-operator-crds", "1.2.1", "slinky")
-SLURM_OPERATOR = Chart(f"{SLINKY_CHARTS}/slurm-operator", "1.2.1", "slinky")
-MARIADB_OPERATOR_CRDS = Chart("mariadb-operator-crds", "26.6.0", "mariadb-operator",
+CERT_MANAGER = Chart("cert-manager", "v1.21.1", namespaces.CERT_MANAGER, "https://charts.jetstack.io")
+SLURM_OPERATOR_CRDS = Chart(f"{SLINKY_CHARTS}/slurm-operator-crds", "1.2.1", namespaces.SLINKY)
+SLURM_OPERATOR = Chart(f"{SLINKY_CHARTS}/slurm-operator", "1.2.1", namespaces.SLINKY)
+MARIADB_OPERATOR_CRDS = Chart("mariadb-operator-crds", "26.6.0", namespaces.MARIADB_OPERATOR,
                               "https://helm.mariadb.com/mariadb-operator")
-MARIADB_OPERATOR = Chart("mariadb-operator", "26.6.0", "mariadb-operator", "https://helm.mariadb.com/mariadb-operator")
-KEDA = Chart("keda", "2.20.2", "keda", "https://kedacore.github.io/charts")
+MARIADB_OPERATOR = Chart("mariadb-operator", "26.6.0", namespaces.MARIADB_OPERATOR,
+                         "https://helm.mariadb.com/mariadb-operator")
+KEDA = Chart("keda", "2.20.2", namespaces.KEDA, "https://kedacore.github.io/charts")
 # Ships prometheus-operator v0.93.0, the ServiceMonitor CRD version in ../shared/crds/prometheus-operator.
-KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "88.2.0", "monitoring",
+KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "88.2.0", namespaces.MONITORING,
                               "https://prometheus-community.github.io/helm-charts")
 
 # For charts that take affinity but no nodeSelector (slurm-operator).
@@ -37,17 +39,19 @@ SYSTEM_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecut
 
 
 def release(name: str, chart: Chart, values: dict[str, Any], provider: k8s.Provider, parent: pulumi.Resource,
-            depends_on: list[pulumi.Resource] | None = None) -> k8s.helm.v3.Release:
-    """A Release that Pulumi waits on until its workloads are ready (so dependants see working webhooks)."""
+            namespace: list[pulumi.Resource], depends_on: list[pulumi.Resource] | None = None,
+            ) -> k8s.helm.v3.Release:
+    """A Release that Pulumi waits on until its workloads are ready (so dependants see working webhooks), after
+    `namespace`: the chart's Namespace with its Pod Security labels and its NetworkPolicies
+    (components/segmented_namespaces.py). Helm does not create it, so no pod runs there before them."""
     return k8s.helm.v3.Release(
         name,
         name=name,
         chart=chart.chart,
         version=chart.version,
         namespace=chart.namespace,
-        create_namespace=True,
         repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo) if chart.repo else None,
         values=values,
         skip_await=False,
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on or []),
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[*namespace, *(depends_on or [])]),
     )

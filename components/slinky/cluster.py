@@ -19,11 +19,14 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from components.accounting_db import AccountingDatabase, AccountingDatabaseArgs
+from components.cluster import EksCluster
 from components.config import ClusterConfig
 from components.names import SLURM_NAMESPACE
 from components.scheduling import partition_instance
+from components.segmented_namespaces import Namespaces
 from components.slinky import identity, slurm_conf, specs
 from components.slinky.accounts import accounts_reconcile
+from components.slinky.host_access import host_access_policy
 from components.slinky.state_storage import StateStorage
 from components.teams import Identity
 
@@ -49,22 +52,26 @@ class SlurmClusterArgs:
     private_subnet_ids: pulumi.Input[list[str]]
     cluster_security_group_id: pulumi.Input[str]
     depends_on: list[pulumi.Resource]  # e.g. the Prometheus CRDs the Controller's ServiceMonitor needs
+    cluster: EksCluster  # the OIDC provider of IRSA roles (the RDS database-user Job's)
+    namespaces: Namespaces  # creates the slurm namespace with its NetworkPolicies
 
 
 class SlurmCluster(pulumi.ComponentResource):
-    """`namespace` is the `slurm` Namespace (the shared FSx claim goes there too); `nodesets` maps each
-    partition to its NodeSet, the target its autoscaler scales."""
+    """`namespace` is the `slurm` Namespace and its NetworkPolicies (the shared FSx claim goes there too);
+    `nodesets` maps each partition to its NodeSet, the target its autoscaler scales."""
 
-    namespace: k8s.core.v1.Namespace
+    namespace: list[pulumi.Resource]
     nodesets: dict[str, k8s.apiextensions.CustomResource]
 
     def __init__(self, name: str, args: SlurmClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("slurm-eks:index:SlurmCluster", name, None, opts)
         c = args.config
         self._provider = args.provider
-        self.namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": SLURM_NAMESPACE},
-                                               opts=pulumi.ResourceOptions(parent=self, provider=args.provider))
-        base: list[pulumi.Resource] = [self.namespace]
+        self.namespace = args.namespaces.create(f"{name}-namespace", SLURM_NAMESPACE, self)
+        # Enforce is `privileged` there for slurmd: host access is admitted for the operator's slurmd pods only,
+        # and the policy is in place before anything in the namespace.
+        base: list[pulumi.Resource] = [*self.namespace, *host_access_policy(
+            f"{name}-host-access", args.provider, self, self.namespace[0])]
         auth = [self._random_secret(f"{name}-slurm-key", specs.SLURM_KEY, 1024, base),
                 self._random_secret(f"{name}-jwt-key", specs.JWT_KEY, 128, base)]
         people = c.slurm.identity
@@ -83,7 +90,8 @@ class SlurmCluster(pulumi.ComponentResource):
 
         db = AccountingDatabase(f"{name}-db", AccountingDatabaseArgs(
             c.slurm.accounting, args.cluster_name, SLURM_NAMESPACE, args.provider, args.vpc_id,
-            args.private_subnet_ids, args.cluster_security_group_id, args.storage.storage_class, base),
+            args.private_subnet_ids, args.cluster_security_group_id, args.storage.storage_class, base,
+            args.cluster, args.namespaces),
             pulumi.ResourceOptions(parent=self))
         ready = [args.operator, *args.depends_on, *auth]
         accounting = self._slinky(f"{name}-accounting", "Accounting", specs.CONTROLLER,

@@ -37,6 +37,10 @@ SLURM_CONF: dict[str, str] = {
     # nsswitch.conf: steps resolve people without a directory on the compute pods (SchedMD/slurm
     # slurm-25-11-6-1 doc/html/nss_slurm.shtml, doc/man/man5/slurm.conf.5 LaunchParameters).
     "LaunchParameters": "enable_nss_slurm",
+    # slurmd runs privileged (components/slinky/host_access.py): root's jobs would run with the node's powers.
+    # People submit as themselves (components/slinky/identity.py) and nothing of ours submits as root (the
+    # accounts Job runs sacctmgr, not a job), so root runs no job at all (slurm.conf(5) DisableRootJobs).
+    "DisableRootJobs": "YES",
 }
 GPU_CONF: dict[str, str] = {
     "GresTypes": "gpu",

@@ -13,7 +13,7 @@ from components import catalog
 from components.catalog import Resources
 from components.cluster import SYSTEM_NODE_SELECTOR
 from components.config import ClusterConfig, Partition
-from components.names import SHARED_MOUNT, SHARED_PVC, SHARED_VOLUME_NAME
+from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT, SHARED_MOUNT, SHARED_PVC, SHARED_VOLUME_NAME
 from components.scheduling import (
     device_requests,
     node_labels,
@@ -110,6 +110,14 @@ DB_PASSWORD = SecretKey("slurm-db-password", "password")
 
 
 @dataclass(frozen=True)
+class DatabaseTls:
+    """The CA bundle slurmdbd verifies the database's certificate with, fetched at pod start by `image` (curl)."""
+
+    ca_bundle_url: pulumi.Input[str]
+    image: str
+
+
+@dataclass(frozen=True)
 class Database:
     """Where slurmdbd writes: a MariaDB reachable from the cluster, its password in `DB_PASSWORD`."""
 
@@ -117,6 +125,24 @@ class Database:
     port: int
     database: str
     username: str
+    tls: DatabaseTls | None = None
+
+
+DB_CA_DIR = "/etc/slurm-eks/db-ca"
+DB_CA_FILE = f"{DB_CA_DIR}/ca.pem"
+
+
+def database_tls(tls: DatabaseTls) -> dict[str, Any]:
+    """slurmdbd's TLS to the database: StorageParameters SSL_CA (slurmdbd.conf(5) of Slurm 25.11; src/database/
+    mysql_common.c `_set_mysql_ssl_opts` hands it to mysql_ssl_set) appended through the Accounting's extraConf
+    (Slinky v1.2.1 accounting_config.go), and an init container that puts the bundle in a memory emptyDir."""
+    volume = {"name": "db-ca", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}
+    fetch = {"name": "db-ca", "image": tls.image, "env": [{"name": "CA_URL", "value": tls.ca_bundle_url}],
+             "command": ["sh", "-c", f'curl -fsS --retry 5 -o {DB_CA_FILE} "$CA_URL"'],
+             "volumeMounts": [{"name": "db-ca", "mountPath": DB_CA_DIR}], "resources": guaranteed(Resources(100, 64))}
+    return {"extraConf": f"StorageParameters=SSL_CA={DB_CA_FILE}",
+            "volume": volume, "initContainer": fetch,
+            "mount": {"name": "db-ca", "mountPath": DB_CA_DIR, "readOnly": True}}
 
 
 def pod_identity(config: ClusterConfig, kind: identity.PodKind, image: str) -> identity.PodIdentity:
@@ -170,7 +196,7 @@ def controller_spec(config: ClusterConfig, cluster_name: str, storage_class: pul
 
 
 def accounting_spec(config: ClusterConfig, db: Database) -> dict[str, Any]:
-    return {
+    spec: dict[str, Any] = {
         "slurmKeyRef": SLURM_KEY.ref,
         "jwtKeyRef": JWT_KEY.ref,
         "slurmdbd": {"image": slurm_image(config.slurm, "slurmdbd")},
@@ -178,6 +204,13 @@ def accounting_spec(config: ClusterConfig, db: Database) -> dict[str, Any]:
                           "passwordKeyRef": DB_PASSWORD.ref},
         "template": on_system_nodes(),
     }
+    if db.tls:
+        tls = database_tls(db.tls)
+        spec["extraConf"] = tls["extraConf"]
+        spec["slurmdbd"]["volumeMounts"] = [tls["mount"]]
+        spec["template"] = pod_template({"nodeSelector": SYSTEM_NODE_SELECTOR, "volumes": [tls["volume"]],
+                                         "initContainers": [tls["initContainer"]]}, identity.PodIdentity())
+    return spec
 
 
 def restapi_spec(config: ClusterConfig) -> dict[str, Any]:
@@ -215,9 +248,11 @@ def loginset_spec(config: ClusterConfig, vpc_cidr: pulumi.Input[str], partitions
             SHARED_VOLUME_MOUNT,
             {"name": "partitions", "mountPath": PARTITIONS_FILE, "subPath": "partitions.json", "readOnly": True}]},
             pod),
-        # Volumes belong in the pod template: Slinky silently ignores them anywhere else.
-        "template": pod_template({"nodeSelector": SYSTEM_NODE_SELECTOR, "volumes": [
-            SHARED_VOLUME, {"name": "partitions", "configMap": {"name": partitions_config_map}}]}, pod),
+        # Volumes belong in the pod template: Slinky silently ignores them anywhere else. Login pods run where
+        # people's shells cannot reach the controllers' credentials: the tainted login node group.
+        "template": pod_template({
+            "nodeSelector": LOGIN_NODE_SELECTOR, "tolerations": tolerations_for([LOGIN_TAINT]),
+            "volumes": [SHARED_VOLUME, {"name": "partitions", "configMap": {"name": partitions_config_map}}]}, pod),
         "service": login_service(config, vpc_cidr),
     }
     if login.root_ssh_keys:

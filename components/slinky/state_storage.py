@@ -59,7 +59,9 @@ class StateStorage(pulumi.ComponentResource):
 # ARN), and its reads this region.
 # The same release's EKS-cluster-scoped policy keys on the `ebs.csi.aws.com/cluster-name` tag, which the
 # driver writes only when run with --k8s-tag-cluster-id: nothing checkable offline says the EKS add-on does.
-# The add-on is not pinned (EKS installs its default version): v1.64.0 is the driver release read here.
+# The add-on is not pinned (EKS installs its default version: its versions are listed only by the EKS API,
+# `aws eks describe-addon-versions`, unreachable offline; the policy pack waives `eks-addon-pinned` for it in
+# policy/config/<stack>.json until one is pinned): v1.64.0 is the driver release read here.
 MANAGED_TAG = "ebs.csi.aws.com/cluster"  # "true" on every volume and snapshot the driver creates
 CLAIM_TAG = "kubernetes.io/created-for/pvc/name"  # on volumes the in-tree plugin created
 

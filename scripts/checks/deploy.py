@@ -1,9 +1,12 @@
 """`slurm-eks check`: will `pulumi up` give a working cluster? Every deploy rule over one offline plan.
 
 - network: the flows the cluster needs against the security groups (scripts/checks/network.py);
+- pod-network: the pod-to-pod flows needed and forbidden against the NetworkPolicies (scripts/checks/pod_flows.py);
 - iam: each controller role allows what its controller really asks for (scripts/checks/iam.py);
 - order: each resource created after what it needs (scripts/checks/order.py);
-- eviction: slurmd pods are Guaranteed, never the kubelet's first victims (scripts/checks/eviction.py).
+- eviction: slurmd pods are Guaranteed, never the kubelet's first victims (scripts/checks/eviction.py);
+- pod-security: every pod is admitted by its namespace's Pod Security level and admission policies
+  (scripts/checks/pod_security.py).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from components.config import ClusterConfig
 from components.problems import plural
 from components.stackfile import load_stack
-from scripts.checks import eviction, iam, network, order
+from scripts.checks import eviction, iam, network, order, pod_flows, pod_security
 from scripts.checks.findings import Finding
 from scripts.offline.plan_model import Plan
 
@@ -27,9 +30,11 @@ def _plan_only(rule: Callable[[Plan], list[Finding]]) -> Rule:
 
 RULES: dict[str, Rule] = {
     "network": network.check,
+    "pod-network": pod_flows.check,
     "iam": _plan_only(iam.check),
     "order": _plan_only(order.check),
     "eviction": _plan_only(eviction.check),
+    "pod-security": _plan_only(pod_security.check),
 }
 
 

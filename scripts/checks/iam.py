@@ -2,7 +2,9 @@
 names, is evaluated (`iam_policy`) against the requests that controller really makes (`iam_requests`).
 A denied request is a finding: the role, the action, the resource, and the condition that fails.
 
-Only the roles' inline policies are in the plan; a managed policy attached by ARN is not evaluated.
+Only the roles' inline policies are in the plan; a managed policy attached by ARN is not evaluated, but one
+that must never reach a node is named: every process on a node (a pod that escapes, a login shell) can use the
+node role's credentials.
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ from scripts.offline.plan_model import Plan, PlannedResource
 
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+# AWS-managed policies no node role carries (components/iam.py NODE_POLICIES), and what they would hand a node.
+NOT_FOR_NODES = {
+    "AmazonEKS_CNI_Policy": "ec2:ModifyNetworkInterfaceAttribute on every ENI (it can change any ENI's "
+                            "security groups); the VPC CNI has it on its own IRSA role",
+    "AmazonSSMManagedInstanceCore": "ssm:* session channels (a remote shell on the node)",
+}
 ISSUER_REGION = re.compile(r"oidc\.eks\.([a-z0-9-]+)\.amazonaws\.com")
 
 
@@ -56,6 +65,30 @@ def controller_roles(plan: Plan) -> Iterator[ControllerRole]:
                 # RolePolicy.role holds the role's ID, which the mocks make its name (scripts/offline/mocks.py).
                 name = str(role.inputs.get("name") or role.name)
                 yield ControllerRole(role, str(subjects[0]), federated, policies.get(name, []))
+
+
+def node_role_names(plan: Plan) -> set[str]:
+    """Roles EC2 instances can assume: their trust names the `ec2.<dns suffix>` service."""
+    names = set()
+    for role in plan.of_type(ROLE):
+        for statement in (_document(role.inputs.get("assumeRolePolicy")) or {}).get("Statement", []):
+            services = (statement.get("Principal") or {}).get("Service") or []
+            if any(str(s).startswith("ec2.") for s in (services if isinstance(services, list) else [services])):
+                names.add(str(role.inputs.get("name") or role.name))
+    return names
+
+
+def node_credentials(plan: Plan) -> Iterator[Finding]:
+    """A managed policy of NOT_FOR_NODES attached to a node role."""
+    nodes = node_role_names(plan)
+    for attachment in plan.of_type(ATTACHMENT):
+        policy = str(attachment.inputs.get("policyArn", "")).rpartition("/")[2]
+        if policy in NOT_FOR_NODES and str(attachment.inputs.get("role")) in nodes:
+            yield Finding("iam", resource_label(attachment.urn),
+                          f"attaches {policy} to the node role {attachment.inputs.get('role')}: every process on "
+                          f"those nodes would get {NOT_FOR_NODES[policy]}",
+                          "attach only AmazonEKSWorkerNodePolicy and AmazonEC2ContainerRegistryPullOnly to node "
+                          "roles (docs.aws.amazon.com/eks/latest/userguide/create-node-role.html)")
 
 
 def _manifests(plan: Plan, kind: str) -> list[dict[str, Any]]:
@@ -133,5 +166,6 @@ def check(plan: Plan) -> list[Finding]:
         controller = by_account.get(found.service_account)
         if controller is not None:
             findings += _findings(controller, found, plan_facts(plan, found.provider_arn))
+    findings += node_credentials(plan)
     unique = {(f.resource, f.message): f for f in findings}
     return list(unique.values())

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from components.config import ClusterConfig
-from components.names import WORLD_CIDRS
+from components.names import LOGIN_TAINT, WORLD_CIDRS
 from scripts.checks.findings import Finding
 from scripts.offline.plan_model import Plan
 from scripts.offline.security_groups import (
@@ -72,13 +72,19 @@ class Topology:
     groups: dict[str, SecurityGroup]
     control_plane: Endpoint
     system: Endpoint
+    login: Endpoint | None  # the login pods' own node group (components/cluster.py), where it exists
     partitions: dict[str, Endpoint]
     database: Endpoint | None
     fsx: Endpoint | None
 
     @property
     def nodes(self) -> list[Endpoint]:
-        return [self.system, *self.partitions.values()]
+        return [self.system, *([self.login] if self.login else []), *self.partitions.values()]
+
+    @property
+    def slurm_clients(self) -> Endpoint:
+        """Where srun runs and step I/O returns: the login pods."""
+        return self.login or self.system
 
 
 def _ports(ports: tuple[int, int]) -> str:
@@ -89,7 +95,12 @@ def _ports(ports: tuple[int, int]) -> str:
 def topology(plan: Plan) -> Topology:
     groups = security_groups(plan)
     vpc_cidrs = tuple(r.inputs["cidrBlock"] for r in plan.of_type("aws:ec2/vpc:Vpc") if r.inputs.get("cidrBlock"))
-    system = sorted({g for key, ids in plan.nodes.items() if key.startswith("managed-node-group/") for g in ids})
+    managed = {key.split("/", 1)[1]: ids for key, ids in plan.nodes.items() if key.startswith("managed-node-group/")}
+    # The login pods' node group is the one tainted for them (components/names.py LOGIN_TAINT).
+    login_groups = [r.name for r in plan.of_type("eks:index:ManagedNodeGroup")
+                    if any(taint.get("key") == LOGIN_TAINT["key"] for taint in r.inputs.get("taints") or [])]
+    login = sorted({g for name in login_groups for g in managed.pop(name, [])}) if login_groups else None
+    system = sorted({g for ids in managed.values() for g in ids})
     partitions = {key.split("/", 1)[1]: Endpoint(f"Karpenter nodes of {key.split('/', 1)[1]}", tuple(ids), vpc_cidrs)
                   for key, ids in sorted(plan.nodes.items()) if key.startswith("ec2nodeclass/")}
     rds = plan.of_type("aws:rds/instance:Instance")
@@ -98,6 +109,7 @@ def topology(plan: Plan) -> Topology:
         groups=groups,
         control_plane=Endpoint("the EKS control plane", tuple(plan.nodes.get(CONTROL_PLANE, ())), vpc_cidrs),
         system=Endpoint("the system nodes", tuple(system), vpc_cidrs),
+        login=Endpoint("the login nodes", tuple(login), vpc_cidrs) if login is not None else None,
         partitions=partitions,
         database=Endpoint("slurmdbd's database (RDS)", tuple(rds[0].inputs.get("vpcSecurityGroupIds") or ()),
                           vpc_cidrs) if rds else None,
@@ -123,10 +135,14 @@ def flows(t: Topology, config: ClusterConfig) -> Iterator[Flow]:
             yield Flow(nodes, nodes, "-1", (0, 65535), why, by_group_only=True)
         else:
             yield Flow(nodes, nodes, "tcp", (0, 65535), "NCCL's socket transport and Slurm step traffic between nodes")
-        yield Flow(system, nodes, "tcp", (SLURMD_PORT, SLURMD_PORT),
-                   "slurmctld and srun on the login pods reach slurmd")
+        yield Flow(system, nodes, "tcp", (SLURMD_PORT, SLURMD_PORT), "slurmctld reaches slurmd")
+        yield Flow(t.slurm_clients, nodes, "tcp", (SLURMD_PORT, SLURMD_PORT), "srun on the login pods reaches slurmd")
         yield Flow(nodes, system, "tcp", (SLURMCTLD_PORT, SLURMCTLD_PORT), "slurmd registers with slurmctld")
-        yield Flow(nodes, system, "tcp", (1024, 65535), "slurmd returns step I/O to srun on a login pod (any port)")
+        yield Flow(nodes, t.slurm_clients, "tcp", (1024, 65535),
+                   "slurmd returns step I/O to srun on a login pod (any port)")
+    if t.login is not None:
+        yield Flow(t.login, system, "tcp", (SLURMCTLD_PORT, SLURMCTLD_PORT), "sbatch and squeue on the login pods "
+                   "reach slurmctld")
     if t.database is not None:
         yield Flow(system, t.database, "tcp", (3306, 3306), "slurmdbd (system nodes) writes accounting to MariaDB")
     if t.fsx is not None:

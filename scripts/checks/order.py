@@ -85,13 +85,39 @@ def _chart(r: PlannedResource) -> str:
     return str(r.inputs.get("chart") or "").rsplit("/", 1)[-1]
 
 
+def _namespace_of(r: PlannedResource) -> str | None:
+    """Where a Release installs, or a namespaced object lives."""
+    if r.type == RELEASE:
+        return r.inputs.get("namespace")
+    return (r.inputs.get("metadata") or {}).get("namespace") if r.is_manifest else None
+
+
+def _guards(plan: Plan) -> dict[str, list[PlannedResource]]:
+    """Per namespace, what must exist before a pod runs there: the Namespace (its Pod Security labels decide
+    what is admitted) and every NetworkPolicy in it (a pod started before them runs unsegmented)."""
+    found: dict[str, list[PlannedResource]] = {}
+    for r in plan.resources:
+        kind = r.inputs.get("kind") if r.is_manifest else None
+        if kind == "Namespace":
+            found.setdefault((r.inputs.get("metadata") or {}).get("name"), []).append(r)
+        elif kind == "NetworkPolicy":
+            found.setdefault(_namespace_of(r), []).append(r)
+    return found
+
+
 def needs(plan: Plan) -> Iterator[Need]:
     """The table of what needs what, read from the plan."""
+    guards = _guards(plan)
     clusters = plan.of_type(CLUSTER)
-    node_groups = plan.of_type(NODE_GROUP)
+    # Ordinary pods run on the untainted groups; a tainted one (the login nodes) takes only pods that tolerate it.
+    node_groups = [g for g in plan.of_type(NODE_GROUP) if not g.inputs.get("taints")]
     releases = {_chart(r): r for r in plan.of_type(RELEASE)}
     cluster_names = {r.inputs.get("name"): r for r in clusters}
+    cnis = [r for r in plan.of_type(ADDON) if r.inputs.get("addonName") == "vpc-cni"]
     for r in plan.resources:
+        if r.type == NODE_GROUP:
+            # A node turns Ready only once the CNI runs on it, and the managed node group waits for Ready nodes.
+            yield from (Need(r, cni, "its nodes become Ready only once the VPC CNI runs on them") for cni in cnis)
         if r.type.startswith("pulumi:providers:") or not r.custom:
             continue
         if r.inputs.get("clusterName") in cluster_names:
@@ -104,6 +130,8 @@ def needs(plan: Plan) -> Iterator[Need]:
         if runs_pods:
             yield from (Need(r, g, "its pods need a node: without one, `pulumi up` waits until it times out")
                         for g in node_groups)
+            yield from (Need(r, guard, "its pods must not run before their namespace's Pod Security labels and "
+                             "NetworkPolicies exist") for guard in guards.get(_namespace_of(r), ()))
         group = str(r.inputs.get("apiVersion") or "").partition("/")[0] if r.is_manifest else ""
         for chart in SERVED_BY.get(group, ()):
             if chart in releases:

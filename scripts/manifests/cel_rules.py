@@ -186,3 +186,24 @@ class CelRule:
             return f"rule could not be evaluated (cel-python: {text}): {self.rule}"
         # Missing keys, bad indexes, unparsable int(): the API server rejects the object with this error.
         return f"{text} evaluating rule: {self.message or f'failed rule: {self.rule}'}"
+
+
+_CEL_VALUES = (celtypes.MapType, celtypes.ListType, celtypes.BoolType, celtypes.StringType, celtypes.IntType)
+
+
+def evaluate(expression: str, bindings: Mapping[str, Any]) -> Any:
+    """`expression` with names bound to plain JSON-like data, or to CEL values an earlier evaluation returned (an
+    admission policy's `object`, `request` and `variables`). Raises ValueError where it cannot be evaluated here
+    or fails at run time (the API server then rejects the request: an error is never a pass)."""
+    compiled = _compile(expression)
+    if compiled.program is None:
+        raise ValueError(f"could not be evaluated ({compiled.unsupported}): {expression}")
+    activation = {name: value if isinstance(value, _CEL_VALUES) else celpy.json_to_cel(value)
+                  for name, value in bindings.items()}
+    try:
+        result = compiled.program.evaluate(activation)
+    except CELEvalError as err:
+        raise ValueError(f"{err.args[0] if err.args else err!r} evaluating: {expression}") from None
+    if isinstance(result, CELEvalError):
+        raise ValueError(f"{result.args[0] if result.args else result!r} evaluating: {expression}")
+    return result

@@ -126,6 +126,11 @@ class RealisticMocks(pulumi.runtime.Mocks):
         if token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/planner",
                     "userId": "AIDAPLANNER"}, []
+        if token == "aws:iam/getSessionContext:getSessionContext":
+            # The planner is an IAM user: getSessionContext passes a non-role ARN through as issuerArn
+            # (pulumi-aws docs, aws.iam.getSessionContext).
+            arn = str(args.args.get("arn", ""))
+            return {"arn": arn, "issuerArn": arn, "id": arn}, []
         if token == "aws:index/getPartition:getPartition":
             return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}, []
         if token == "aws:index/getRegion:getRegion":
@@ -182,6 +187,10 @@ class RealisticMocks(pulumi.runtime.Mocks):
             out.update(arn=self._arn("iam", f"policy/{rid}", regional=False), name=rid)
         elif typ == "aws:kms/key:Key":
             out.update(keyId=rid, arn=self._arn("kms", f"key/{rid}"))
+        elif typ == "aws:cloudwatch/logGroup:LogGroup":
+            # pulumi-aws docs, cloudwatch.LogGroup `arn`: the API's `:*` suffix (all streams) is removed.
+            group = inputs.get("name") or rid
+            out.update(arn=self._arn("logs", f"log-group:{group}"), name=group)
         elif typ == "aws:sqs/queue:Queue":
             qname = inputs.get("name") or name
             out.update(arn=self._arn("sqs", qname), name=qname,
@@ -196,6 +205,12 @@ class RealisticMocks(pulumi.runtime.Mocks):
         elif typ == "aws:rds/instance:Instance":
             host = f"{inputs.get('identifier') or name}.c{_digest(name, n=12)}.{self.region}.rds.amazonaws.com"
             out.update(address=host, endpoint=f"{host}:3306", port=3306, resourceId=f"db-{_digest(name).upper()}")
+            if inputs.get("manageMasterUserPassword"):
+                # The secret RDS makes for the master password (RDS User Guide, rds-secrets-manager.html): its ARN
+                # as Secrets Manager writes them, name `rds!db-<id>` plus the 6-character suffix.
+                out["masterUserSecrets"] = [{"secretArn": self._arn(
+                    "secretsmanager", f"secret:rds!db-{_digest(name, n=8)}-{_digest(name, 's', n=6)}"),
+                    "secretStatus": "active", "kmsKeyId": self._arn("kms", "alias/aws/secretsmanager")}]
         elif typ == "eks:index:Cluster":
             out.update(self._eks_outputs(inputs))
         elif typ.startswith("random:"):

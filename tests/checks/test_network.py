@@ -57,8 +57,23 @@ def test_every_node_carries_the_group_eks_creates() -> None:
     eks_group = next(m["id"] for m in plan.modelled if m["name"] == "eks-cluster-sg-ml-training-prod")
     assert plan.nodes == {
         "control-plane": [eks_group], "managed-node-group/eks-system": [eks_group],
+        "managed-node-group/eks-login": [eks_group],
         "ec2nodeclass/gpu-a100": [eks_group], "ec2nodeclass/gpu-h100": [eks_group],
         "ec2nodeclass/trainium": [eks_group]}
+
+
+def test_the_login_nodes_are_their_own_endpoint_for_srun_and_step_io() -> None:
+    def login_on_a_bare_group(plan: Plan) -> None:
+        plan.nodes["managed-node-group/eks-login"] = ["sg-0login"]
+
+    t = network.topology(shipped_plan("prod"))
+    assert t.login is not None and t.slurm_clients is t.login
+    found = labels(network.check(broken("prod", login_on_a_bare_group), config("prod")))
+    assert {"the login nodes -> Karpenter nodes of gpu-h100 (tcp 6818)",
+            "Karpenter nodes of gpu-h100 -> the login nodes (tcp 1024-65535)",
+            "the login nodes -> the system nodes (tcp 6817)"} <= found
+    # The system nodes keep only what slurmctld needs of the partitions.
+    assert "the system nodes -> Karpenter nodes of gpu-h100 (tcp 6818)" not in found
 
 
 def test_pulumi_eks_default_groups_break_node_to_api_dns_efa_and_storage(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -181,7 +196,7 @@ def _topology(*rules: Rule) -> tuple[network.Topology, network.Endpoint, network
     groups = {"sg-a": SecurityGroup("sg-a", "a", "test", rules=[r for r in rules if r.direction == "egress"]),
               "sg-b": SecurityGroup("sg-b", "b", "test", rules=[r for r in rules if r.direction == "ingress"])}
     a, b = network.Endpoint("a", ("sg-a",)), network.Endpoint("b", ("sg-b",))
-    return network.Topology(groups, a, a, {}, None, None), a, b
+    return network.Topology(groups, a, a, None, {}, None, None), a, b
 
 
 @pytest.mark.parametrize(("ingress", "passes"), [
@@ -236,12 +251,14 @@ def _table(stack: str, node_name: str) -> list[tuple[str, str, str, tuple[int, i
 
 
 def test_flow_table_names_the_documented_ports_of_efa_partitions_and_webhooks() -> None:
-    h100, cp, system = "Karpenter nodes of gpu-h100", "the EKS control plane", "the system nodes"
-    assert [row for row in _table("prod", h100) if row[0] != system or row[1] == h100] == [
+    h100, cp, system, login = ("Karpenter nodes of gpu-h100", "the EKS control plane", "the system nodes",
+                               "the login nodes")
+    assert [row for row in _table("prod", h100) if row[0] not in (system, login) or row[1] == h100] == [
         (h100, cp, "tcp", (443, 443), False), (cp, h100, "tcp", (10250, 10250), False),
         (h100, system, "udp", (53, 53), False), (h100, system, "tcp", (53, 53), False),
         (h100, h100, "-1", (0, 65535), True), (system, h100, "tcp", (6818, 6818), False),
-        (h100, system, "tcp", (6817, 6817), False), (h100, system, "tcp", (1024, 65535), False)]
+        (login, h100, "tcp", (6818, 6818), False), (h100, system, "tcp", (6817, 6817), False),
+        (h100, login, "tcp", (1024, 65535), False)]
     assert [row for row in _table("prod", system) if row[0] == cp] == [
         (cp, system, "tcp", (10250, 10250), False), (cp, system, "tcp", (10250, 10250), False),
         (cp, system, "tcp", (9443, 9443), False), (cp, system, "tcp", (9443, 9443), False)]
@@ -276,7 +293,7 @@ def test_a_tcp_rule_does_not_admit_a_udp_flow() -> None:
 def test_an_address_rule_admits_only_senders_inside_its_block() -> None:
     groups = {"sg-b": SecurityGroup("sg-b", "b", "test", rules=[Rule("ingress", "tcp", 443, 443, cidr="10.1.0.0/16")])}
     b = network.Endpoint("b", ("sg-b",))
-    t = network.Topology(groups, b, b, {}, None, None)
+    t = network.Topology(groups, b, b, None, {}, None, None)
     outside = network.Endpoint("deployer", cidrs=("10.2.0.0/24",), external=True)
     inside = network.Endpoint("deployer", cidrs=("10.1.4.0/24",), external=True)
     found = network.evaluate(t, network.Flow(outside, b, "tcp", (443, 443), "pulumi up"))
@@ -306,7 +323,7 @@ def test_a_public_endpoint_without_cidrs_admits_every_public_deployer() -> None:
 
 def _nodes_with(*groups: SecurityGroup, carried: tuple[str, ...]) -> network.Topology:
     nodes = network.Endpoint("the system nodes", carried)
-    return network.Topology({g.id: g for g in groups}, nodes, nodes, {}, None, None)
+    return network.Topology({g.id: g for g in groups}, nodes, nodes, None, {}, None, None)
 
 
 TAG = "kubernetes.io/cluster/ml-training-prod"

@@ -117,9 +117,9 @@ def test_a_dependency_on_a_component_covers_its_descendants_only() -> None:
 
 def test_only_pods_need_a_node() -> None:
     plan = shipped_plan("prod")
-    needing_nodes = {n.resource.name for n in order.needs(plan) if n.needs.type == order.NODE_GROUP}
-    assert {"eks-coredns", "slurm-state-ebs-csi"} <= needing_nodes  # add-ons that are Deployments
-    kinds = {r.inputs["kind"] for r in plan.resources if r.is_manifest and r.name in needing_nodes}
+    needing_nodes = {n.resource.urn for n in order.needs(plan) if n.needs.type == order.NODE_GROUP}
+    assert {"eks-coredns", "slurm-state-ebs-csi"} <= {plan.by_urn()[u].name for u in needing_nodes}  # Deployments
+    kinds = {r.inputs["kind"] for r in plan.resources if r.is_manifest and r.urn in needing_nodes}
     assert kinds <= order.POD_KINDS and "NodeSet" in kinds and "ConfigMap" not in kinds
 
 
@@ -133,3 +133,17 @@ def test_components_need_nothing_of_their_own() -> None:
     assert [n.resource.name for n in order.needs(plan)] == []
     plan.resources[1].custom = True
     assert [n.resource.name for n in order.needs(plan)] == ["group", "group"]
+
+
+def test_pods_wait_for_their_namespace_and_its_network_policies() -> None:
+    def keda_before_its_policies(plan: Plan) -> None:
+        keda = only(plan, order.RELEASE, "keda")
+        keda.dependencies = [d for d in keda.dependencies if "NetworkPolicy" not in d]
+
+    found = order.check(broken("prod", keda_before_its_policies))
+    assert found and {f.resource for f in found} == {"keda (kubernetes:helm.sh/v3:Release)"}
+    assert all("(kubernetes:networking.k8s.io/v1:NetworkPolicy)" in f.message for f in found)
+    # Not vacuous: each shipped Release and pod-running object in the slurm namespace has these needs.
+    pairs = {(n.resource.type, n.needs.type) for n in order.needs(shipped_plan("prod"))}
+    assert {(order.RELEASE, "kubernetes:core/v1:Namespace"),
+            ("kubernetes:slinky.slurm.net/v1beta1:NodeSet", "kubernetes:networking.k8s.io/v1:NetworkPolicy")} <= pairs

@@ -77,6 +77,10 @@ KNOWN_FALSE_POSITIVES: list[tuple[str, Callable[[Issue], bool], str]] = [
     ("UNKNOWN_CONDITION_FOR_ACTION", lambda i: bool(re.fullmatch(
         r"Unknown condition oidc\.eks\.[^ ]+:(sub|aud) for action sts:AssumeRoleWithWebIdentity", i.detail)),
      "an OIDC provider's condition keys are named after its issuer, so no database lists them"),
+    ("RESOURCE_STAR", lambda i: "Principal" in i.statement and all(
+        a.startswith("kms:") for a in _list(i.statement.get("Action", []))),
+     "in a key policy `Resource: *` means this key (AWS KMS Developer Guide, key-policy-overview.html); a "
+     "statement with a Principal and only kms: actions is one"),
     ("RESOURCE_STAR", lambda i: i.trust,
      "the `Resource: *` this test adds to a trust policy (which has none) so that parliament lints it"),
 ]

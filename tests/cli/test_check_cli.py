@@ -17,7 +17,8 @@ runner = CliRunner()
 def test_shipped_stacks_pass_the_deploy_check(stack: str) -> None:
     result = runner.invoke(app, ["check", "--stack", stack])
     assert result.exit_code == 0, result.output
-    assert f"stack {stack}: 0 errors and 0 warnings (rules: network, iam, order, eviction" in result.output
+    assert (f"stack {stack}: 0 errors and 0 warnings (rules: network, pod-network, iam, order, eviction, pod-security"
+            in result.output)
 
 
 def test_an_error_is_printed_with_its_fix_and_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:

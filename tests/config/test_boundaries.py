@@ -104,18 +104,11 @@ def test_kubernetes_1_29_is_the_oldest_version_accepted(version: str, refused: b
     assert bool(problems_of_rule(raw, "kubernetes-version")) is refused
 
 
-@pytest.mark.parametrize("version", ["1.33", "1.35"])
-def test_kubernetes_up_to_1_35_is_verified(version: str) -> None:
+@pytest.mark.parametrize(("version", "refused"), [("1.33", False), ("1.32", True), ("1.34", True)])
+def test_only_kubernetes_versions_with_pinned_add_ons_deploy(version: str, refused: bool) -> None:
     raw = raw_config("dev")
     raw["kubernetesVersion"] = version
-    assert problems_of_rule(raw, "kubernetes-version-unverified") == []
-
-
-def test_kubernetes_1_36_is_newer_than_the_newest_verified() -> None:
-    raw = raw_config("dev")
-    raw["kubernetesVersion"] = "1.36"
-    assert _messages(raw, "kubernetes-version-unverified") == [
-        ("kubernetesVersion", "1.36", "newer than 1.35, the newest version this project was checked against")]
+    assert bool(problems_of_rule(raw, "kubernetes-version-pinned")) is refused
 
 
 def test_slurm_older_than_25_11_is_refused_as_unsupported() -> None:
@@ -198,8 +191,8 @@ def test_a_line_that_is_no_public_key_is_shown_by_its_first_40_characters() -> N
         ("slurm.login.rootSshKeys[0]", "AAAAC3NzaC1lZDI1NTE5AAAAIProdExampleKeyR", "not an OpenSSH public key")]
 
 
-@pytest.mark.parametrize(("image", "refused"), [("ubuntu:latest", True), ("ubuntu", True),
-                                                ("ubuntu:24.04", False)])
+@pytest.mark.parametrize(("image", "refused"), [("ubuntu:latest", True), ("ubuntu", True), ("ubuntu:24.04", True),
+                                                ("ubuntu:noble-20250404", False), ("ubuntu@sha256:" + "0" * 64, False)])
 def test_a_docker_hub_library_image_is_pinned_by_its_tag(image: str, refused: bool) -> None:
     """An image without a registry or repository path (Docker Hub's library/ubuntu) is judged like any other."""
     raw = raw_config("dev")

@@ -18,12 +18,18 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
         ("dev", set_at("kubernetesVersion", "1.28"), "kubernetesVersion", "1.29 and newer"),
         ("dev", set_at("kubernetesVersion", "v1.30"), "kubernetesVersion", "not a Kubernetes minor version"),
     ],
-    "kubernetes-version-unverified": [
-        ("dev", set_at("kubernetesVersion", "1.40"), "kubernetesVersion", "newest version"),
+    "kubernetes-version-pinned": [
+        ("dev", set_at("kubernetesVersion", "1.34"), "kubernetesVersion", "no pinned EKS add-on versions"),
     ],
     "cluster-name": [("dev", set_at("clusterName", "9lives"), "clusterName", "start with a letter")],
     "admin-role-arn": [("prod", set_at("adminRoleArns", ["platform-admins"]), "adminRoleArns[0]",
                         "not an IAM role ARN")],
+    "node-image-release": [
+        ("dev", set_at("nodeImage.release", "v20260714"), "nodeImage.release", "not an EKS AL2023 AMI release"),
+        ("dev", set_at("nodeImage.release", "1.32.9-20260714"), "nodeImage.release", "an AMI for Kubernetes 1.32"),
+    ],
+    "login-nodes": [("dev", set_at("loginNodes", {"minSize": 3, "maxSize": 2}), "loginNodes.maxSize",
+                     "below loginNodes.minSize")],
     "network-source": [
         ("dev", set_at("network.vpcId", "vpc-0abc"), "network", "both a new VPC"),
         ("dev", drop_at("network.vpcCidr"), "network", "neither vpcCidr nor vpcId"),
@@ -54,6 +60,20 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
     "fsx-throughput": [
         ("prod", set_at("storage.fsx.throughputPerTiB", 200), "storage.fsx.throughputPerTiB", "125, 250, 500, 1000"),
         ("dev", set_at("storage.fsx.throughputPerTiB", 250), "storage.fsx.throughputPerTiB", "fixed throughput"),
+    ],
+    "fsx-backups": [
+        ("prod", set_at("storage.fsx.automaticBackupRetentionDays", 0), "storage.fsx.automaticBackupRetentionDays",
+         "without automatic backups"),
+        ("dev", set_at("storage.fsx.automaticBackupRetentionDays", 7), "storage.fsx.automaticBackupRetentionDays",
+         "take no backups"),
+    ],
+    "fsx-export-deletes": [
+        ("prod", set_at("storage.fsx.repositories.1.export", ["NEW", "CHANGED", "DELETED"]),
+         "storage.fsx.repositories[1].export", "S3 would lose the only other copy"),
+    ],
+    "flow-log-retention": [
+        ("prod", set_at("network.flowLogRetentionDays", 100), "network.flowLogRetentionDays",
+         "CloudWatch Logs does not accept"),
     ],
     "fsx-repositories": [
         ("dev", set_at("storage.fsx.repositories", [{"path": "/data", "s3": "s3://b/p", "import": ["NEW"]}]),
@@ -88,6 +108,12 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
         # Slinky moves its `<series>-<os>` tags to each patch release.
         ("dev", set_at("slurm.images.login", "ghcr.io/slinkyproject/login-pyxis:25.11-ubuntu24.04"),
          "slurm.images.login", "not pinned"),
+        # A series without its patch; a patch release Slinky never built images of (SERIES in images.py).
+        ("prod", set_at("partitions.trainium.image", "public.ecr.aws/neuron/pytorch-training-neuronx:2.9"),
+         "partitions.trainium.image", "tag 2.9 moves"),
+        ("dev", set_at("slurm.version", "25.11.9"), "slurm.version", "no images of Slurm 25.11.9"),
+        ("dev", set_at("slurm.images.slurmd", "ghcr.io/slinkyproject/slurmd-pyxis:25.11.9-ubuntu24.04"),
+         "slurm.images.slurmd", "no images of Slurm 25.11.9"),
     ],
     "partition-name": [("dev", lambda c: c["partitions"].update(GPU_Big=c["partitions"].pop("gpu")),
                         "partitions.GPU_Big", "Kubernetes object names")],

@@ -82,12 +82,13 @@ def china_plan() -> Iterator[Plan]:
 
 def test_node_roles_take_the_partition_from_the_provider(china_plan: Plan) -> None:
     nodes = [r for r in china_plan.of_type("aws:iam/role:Role") if r.name.endswith("node")]
-    assert {r.name for r in nodes} == {"eks-system-node", "karpenter-node"}
+    assert {r.name for r in nodes} == {"eks-system-node", "eks-login-node", "karpenter-node"}
     for role in nodes:
         (trust,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
         assert trust["Principal"] == {"Service": "ec2.amazonaws.com.cn"}
     arns = [a.inputs["policyArn"] for a in china_plan.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")]
-    assert len(arns) == 8 and all(a.startswith("arn:aws-cn:iam::aws:policy/") for a in arns)
+    # Two per node role, and the VPC CNI's.
+    assert len(arns) == 7 and all(a.startswith("arn:aws-cn:iam::aws:policy/") for a in arns)
 
 
 def test_controller_policies_take_the_partition_from_the_provider(china_plan: Plan) -> None:
@@ -112,5 +113,6 @@ def test_it_fits_in_one_inline_policy_for_the_longest_cluster_name() -> None:
 
 def test_admin_access_policy_takes_the_partition_from_the_provider(china_plan: Plan) -> None:
     entries = one(china_plan, "eks:index:Cluster").inputs["accessEntries"]
+    # The admin role and the deployer.
     assert [p["policyArn"] for e in entries.values() for p in e["accessPolicies"].values()] == [
-        "arn:aws-cn:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"]
+        "arn:aws-cn:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"] * 2

@@ -60,13 +60,15 @@ def test_h100_partition_nodepool_field_by_field() -> None:
     # maxNodes 8 x (192 vCPU, 2048 GiB, 8 GPUs)
     assert spec["limits"] == {"cpu": "1536", "memory": "16384Gi", "nvidia.com/gpu": "64"}
     assert spec["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m",
-                                  "budgets": [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "20%"}]}
+                                  # Drift blocked from Sunday 07:00 UTC for 164 h: only the 03:00-07:00 window.
+                                  "budgets": [{"nodes": "0", "reasons": ["Drifted"], "schedule": "0 7 * * 0",
+                                               "duration": "164h"}, {"nodes": "20%"}]}
 
 
 def test_h100_nodeclass_is_imdsv2_encrypted_efa_placed() -> None:
     plan = shipped_plan("prod")
     spec = _manifest(plan, "EC2NodeClass", "gpu-h100")["spec"]
-    assert spec["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
+    assert spec["amiSelectorTerms"] == [{"alias": "al2023@v20260714"}]
     assert spec["role"] == "karpenter-node"
     assert spec["subnetSelectorTerms"] == spec["securityGroupSelectorTerms"] == [
         {"tags": {"karpenter.sh/discovery": "ml-training-prod"}}]

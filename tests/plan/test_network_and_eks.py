@@ -64,7 +64,7 @@ def test_eks_cluster_inputs(stack: str) -> None:
     assert eks["corednsAddonOptions"]["enabled"] is False
     coredns = next(r for r in plan.of_type("aws:eks/addon:Addon") if r.inputs["addonName"] == "coredns")
     assert json.loads(coredns.inputs["configurationValues"]) == {"nodeSelector": {"node.slurm-eks.io/role": "system"}}
-    assert one(plan, "eks:index:ManagedNodeGroup").urn in coredns.dependencies
+    assert one(plan, "eks:index:ManagedNodeGroup", "eks-system").urn in coredns.dependencies
     assert eks["nodeAssociatePublicIpAddress"] is False
     key = one(plan, "aws:kms/key:Key")
     assert key.inputs["enableKeyRotation"] is True
@@ -80,22 +80,25 @@ def test_eks_cluster_inputs(stack: str) -> None:
 
 def test_admin_roles_get_cluster_admin_access_entries() -> None:
     entries = one(shipped_plan("prod"), "eks:index:Cluster").inputs["accessEntries"]
-    (entry,) = entries.values()
-    assert entry["principalArn"] == "arn:aws:iam::123456789012:role/platform-admins"
-    (policy,) = entry["accessPolicies"].values()
-    assert policy["policyArn"].endswith("AmazonEKSClusterAdminPolicy")
-    assert policy["accessScope"] == {"type": "cluster"}
-    assert one(shipped_plan("dev"), "eks:index:Cluster").inputs["accessEntries"] == {}
+    # The admin roles, and the principal `pulumi up` runs as (the mocks' caller): EKS's creator admin is off.
+    assert {k: e["principalArn"] for k, e in entries.items()} == {
+        "admin-0": "arn:aws:iam::123456789012:role/platform-admins",
+        "deployer": "arn:aws:iam::123456789012:user/planner"}
+    for entry in entries.values():
+        (policy,) = entry["accessPolicies"].values()
+        assert policy["policyArn"].endswith("AmazonEKSClusterAdminPolicy")
+        assert policy["accessScope"] == {"type": "cluster"}
+    assert list(one(shipped_plan("dev"), "eks:index:Cluster").inputs["accessEntries"]) == ["deployer"]
 
 
 def test_system_node_group_is_imdsv2_encrypted_and_labelled() -> None:
     plan = shipped_plan("prod")
-    group = one(plan, "eks:index:ManagedNodeGroup").inputs
+    group = one(plan, "eks:index:ManagedNodeGroup", "eks-system").inputs
     assert group["scalingConfig"] == {"minSize": 2, "desiredSize": 2, "maxSize": 4}
     assert group["labels"] == {"node.slurm-eks.io/role": "system"}
     assert group["instanceTypes"] == ["m7i.2xlarge"]
     assert sorted(group["subnetIds"]) == sorted(plan.outputs["privateSubnetIds"])
-    lt = one(plan, "aws:ec2/launchTemplate:LaunchTemplate").inputs
+    lt = one(plan, "aws:ec2/launchTemplate:LaunchTemplate", "eks-system").inputs
     assert lt["metadataOptions"]["httpTokens"] == "required"
     assert lt["metadataOptions"]["httpPutResponseHopLimit"] == 1
     (disk,) = lt["blockDeviceMappings"]

@@ -7,6 +7,7 @@ the online pack against the same cases.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -125,6 +126,17 @@ def _aws_eks_cluster_unencrypted() -> tuple[Plan, str]:
     return hand_made(cluster), cluster.urn
 
 
+def _namespace_with_policy(spec: dict[str, Any]) -> tuple[Plan, str]:
+    namespace = resource("kubernetes:core/v1:Namespace", "slurm", {"metadata": {"name": "slurm"}})
+    deny = resource("kubernetes:networking.k8s.io/v1:NetworkPolicy", "deny",
+                    {"metadata": {"name": "default-deny", "namespace": "slurm"}, "spec": spec})
+    return hand_made(namespace, deny), namespace.urn
+
+
+def _hand_made_one(target: PlannedResource) -> tuple[Plan, str]:
+    return hand_made(target), target.urn
+
+
 def _bucket(**inputs: Any) -> PlannedResource:
     return resource(BUCKET, "data", {"bucket": "ml-data", **inputs})
 
@@ -178,6 +190,12 @@ def _drop(*path: str) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _vpc_without_flow_log() -> tuple[Plan, str]:
+    plan = prod()
+    plan.resources = [r for r in plan.resources if r.type != "aws:ec2/flowLog:FlowLog"]
+    return plan, one(plan, "aws:ec2/vpc:Vpc").urn
+
+
 CASES: tuple[Case, ...] = (
     Case("imdsv2-required", "launch template allows IMDSv1",
          _mutate(LT, "eks-system", _set(("metadataOptions", "httpTokens"), "optional"))),
@@ -223,6 +241,11 @@ CASES: tuple[Case, ...] = (
                                        i.update(publicAccessCidrs=["0.0.0.0/0"])))),
     Case("eks-private-endpoint", "private endpoint off", _mutate(EKS, None, _set(("endpointPrivateAccess",), False))),
     Case("eks-secrets-encryption", "no KMS key", _mutate(EKS, None, _drop("encryptionConfigKeyArn"))),
+    Case("eks-addon-pinned", "CoreDNS at EKS's default version",
+         _mutate("aws:eks/addon:Addon", "eks-coredns", _drop("addonVersion"))),
+    Case("nodeclass-ami-pinned", "EC2NodeClass on al2023@latest",
+         _mutate(NODE_CLASS, "partition-gpu-a100-nodeclass", _set(("spec", "amiSelectorTerms"),
+                                                                   [{"alias": "al2023@latest"}]))),
     Case("eks-secrets-encryption", "aws.eks.Cluster encrypting configmaps only", _aws_eks_cluster_unencrypted),
     Case("nodepool-keeps-busy-nodes", "consolidates underutilized nodes",
          _mutate(NODE_POOL, "partition-gpu-a100-nodepool",
@@ -237,6 +260,9 @@ CASES: tuple[Case, ...] = (
          _mutate(NODE_POOL, "partition-gpu-a100-nodepool", _drop("spec", "template", "spec", "expireAfter"))),
     Case("nodepool-keeps-busy-nodes", "Underutilized held back by a 0-node budget only on a schedule",
          _mutate(NODE_POOL, "partition-gpu-a100-nodepool", _scheduled_zero_budget)),
+    Case("nodepool-keeps-busy-nodes", "a termination grace period (drift then ignores busy nodes' PDBs)",
+         _mutate(NODE_POOL, "partition-gpu-a100-nodepool",
+                 _set(("spec", "template", "spec", "terminationGracePeriod"), "48h"))),
     Case("storage-cluster-only", "FSx reachable from a CIDR (ingress rule)", _fsx_from_cidr),
     Case("storage-cluster-only", "FSx reachable from a CIDR (inline ingress)", _fsx_inline_cidr),
     Case("s3-public-access-blocked", "bucket without a public access block", _bucket_without_block),
@@ -257,4 +283,55 @@ CASES: tuple[Case, ...] = (
          _mutate(NODE_POOL, "partition-gpu-a100-nodepool",
                  lambda i: _requirement(i, "karpenter.sh/capacity-type").update(operator="NotIn",
                                                                                  values=["reserved"]))),
+    Case("images-pinned", "NodeSet slurmd on Slinky's moving <series>-<os> tag",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:NodeSet", "slurm-nodeset-gpu-h100",
+                 _set(("spec", "slurmd", "image"), "ghcr.io/slinkyproject/slurmd-pyxis:25.11-ubuntu24.04"))),
+    # What the Slinky chart gives the logfile sidecar when the CR names none (components/slinky/specs.py).
+    Case("images-pinned", "Controller logfile sidecar on alpine:latest",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:Controller", None, _set(("spec", "logfile", "image"),
+                                                                              "alpine:latest"))),
+    Case("images-pinned", "Job container on a patch Slinky never built",
+         _mutate("kubernetes:batch/v1:Job", "slurm-accounts-reconcile",
+                 lambda i: i["spec"]["template"]["spec"]["containers"][0].update(
+                     image="ghcr.io/slinkyproject/login-pyxis:25.11.9-ubuntu24.04"))),
+    Case("images-pinned", "MariaDB server on a major.minor tag", lambda: _hand_made_one(
+        resource("kubernetes:k8s.mariadb.com/v1alpha1:MariaDB", "db", {"spec": {"image": "mariadb:11.4"}}))),
+    Case("namespace-default-deny", "the slurm namespace's deny-all admits egress anywhere",
+         lambda: _namespace_with_policy({"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "egress": [{}]})),
+    Case("namespace-default-deny", "a deny-all that isolates ingress only",
+         lambda: _namespace_with_policy({"podSelector": {}, "policyTypes": ["Ingress"]})),
+    Case("namespace-default-deny", "a chart's namespace (createNamespace) without any policy", lambda: _hand_made_one(
+        resource("kubernetes:helm.sh/v3:Release", "keda", {"namespace": "keda", "createNamespace": True}))),
+    Case("rds-managed-password", "master password as an input",
+         _mutate(RDS, None, lambda i: (i.pop("manageMasterUserPassword"), i.update(password="[secret]")))),
+    Case("rds-managed-password", "managed password off",
+         _mutate(RDS, None, _set(("manageMasterUserPassword",), False))),
+    Case("rds-require-tls", "parameter group without require_secure_transport",
+         _mutate("aws:rds/parameterGroup:ParameterGroup", None, lambda i: i.update(parameters=[
+             p for p in i["parameters"] if p["name"] != "require_secure_transport"]))),
+    Case("rds-require-tls", "require_secure_transport OFF",
+         _mutate("aws:rds/parameterGroup:ParameterGroup", None, lambda i: [
+             p.update(value="OFF") for p in i["parameters"] if p["name"] == "require_secure_transport"])),
+    Case("fsx-backups", "persistent file system without automatic backups",
+         _mutate("aws:fsx/lustreFileSystem:LustreFileSystem", None, _drop("automaticBackupRetentionDays"))),
+    Case("fsx-backups", "persistent file system with 0 backup days",
+         _mutate("aws:fsx/lustreFileSystem:LustreFileSystem", None, _set(("automaticBackupRetentionDays",), 0))),
+    Case("dra-keeps-s3-copies", "checkpoints export DELETED",
+         _mutate("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation", "storage-dra-checkpoints",
+                 _set(("s3", "autoExportPolicy", "events"), ["NEW", "CHANGED", "DELETED"]))),
+    Case("s3-endpoint-scoped", "S3 gateway endpoint without a policy",
+         _mutate("aws:ec2/vpcEndpoint:VpcEndpoint", "network-s3", _drop("policy"))),
+    Case("s3-endpoint-scoped", "S3 gateway endpoint allowing s3:GetObject on *",
+         _mutate("aws:ec2/vpcEndpoint:VpcEndpoint", "network-s3", _set(("policy",), json.dumps({"Statement": [
+             {"Sid": "All", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "*"}]})))),
+    Case("vpc-flow-log", "VPC without a flow log", _vpc_without_flow_log),
+    Case("namespace-pod-security", "Namespace without an enforce label",
+         _mutate("kubernetes:core/v1:Namespace", "namespace-keda",
+                 lambda i: i["metadata"]["labels"].pop("pod-security.kubernetes.io/enforce"))),
+    Case("namespace-pod-security", "Namespace enforcing a level that does not exist",
+         _mutate("kubernetes:core/v1:Namespace", "namespace-keda",
+                 lambda i: i["metadata"]["labels"].update({"pod-security.kubernetes.io/enforce": "none"}))),
+    # The pack's defaults list no privileged namespace: the shipped slurm namespace fails without its stack's config.
+    Case("namespace-pod-security", "privileged namespace the pack config does not list",
+         lambda: (prod(), one(prod(), "kubernetes:core/v1:Namespace", "slurm-namespace").urn)),
 )

@@ -79,7 +79,10 @@ def test_pack_has_every_rule_with_its_enforcement() -> None:
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_pack_passes_the_shipped_stacks(stack: str) -> None:
-    assert {name: reports for name, reports in run_pack(shipped_plan(stack)).items() if reports} == {}
+    # Without its pack config a stack fails only the rules that config waives (the EBS CSI add-on's version)
+    # or lists exceptions for (privileged namespaces); test_waivers.py runs the pack with the config.
+    found = {name for name, reports in run_pack(shipped_plan(stack)).items() if reports}
+    assert found == {"eks-addon-pinned", "namespace-pod-security"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -13,6 +13,9 @@ from policy.pack_config import CONFIG_DIR
 from scripts.cli.policy import policy
 from tests.config.helpers import raw_config
 
+# A stack made from prod in a test takes prod's pack config: its waivers and listed exceptions.
+PROD_PACK_CONFIG = CONFIG_DIR / "prod.json"
+
 app = typer.Typer()
 app.command()(policy)
 
@@ -36,7 +39,8 @@ def test_shipped_prod_passes() -> None:
 def test_violation_prints_rule_resource_message_and_fix_and_exits_1(tmp_path: Path) -> None:
     raw = raw_config("prod")
     raw["partitions"]["gpu-h100"]["capacityType"] = "spot"  # a config warning, a policy violation
-    code, output = invoke("--stack", "spotty", "--stacks-dir", str(_stacks_dir(tmp_path, "spotty", raw)))
+    code, output = invoke("--stack", "spotty", "--stacks-dir", str(_stacks_dir(tmp_path, "spotty", raw)),
+                          "--policy-pack-config", str(PROD_PACK_CONFIG))
     assert code == 1, output
     assert "mandatory[efa-no-spot] partition-gpu-h100-nodepool (kubernetes:karpenter.sh/v1:NodePool)" in output
     assert "may launch spot nodes" in output
@@ -55,12 +59,13 @@ def test_public_ssh_passes_only_when_the_packs_config_waives_it(tmp_path: Path) 
     raw = raw_config("prod")
     raw["slurm"]["login"].update(allowedCidrs=["0.0.0.0/0"], allowPublicSsh=True)  # the stack means it
     stacks = str(_stacks_dir(tmp_path, "open", raw))
-    code, output = invoke("--stack", "open", "--stacks-dir", stacks)
+    code, output = invoke("--stack", "open", "--stacks-dir", stacks, "--policy-pack-config", str(PROD_PACK_CONFIG))
     assert code == 1, output
     assert "mandatory[no-world-ssh]" in output and "loadBalancerSourceRanges include 0.0.0.0/0" in output
-    assert "no pack config" in output  # no policy/config/open.json
+    assert "stack open: 1 mandatory" in output  # prod's own waivers and exceptions, not this one
     waiver = tmp_path / "open.json"
-    waiver.write_text(json.dumps({"no-world-ssh": {"allowPublicLoginSsh": True}}))
+    waiver.write_text(json.dumps({**json.loads(PROD_PACK_CONFIG.read_text()),
+                                  "no-world-ssh": {"allowPublicLoginSsh": True}}))
     code, output = invoke("--stack", "open", "--stacks-dir", stacks, "--policy-pack-config", str(waiver))
     assert code == 0, output
     assert f"pack config {waiver}" in output

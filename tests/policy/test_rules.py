@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from policy.model import UNKNOWN, Enforcement, ResourceRule
+from policy.pack_config import for_stack
 from policy.rules import (
     EBS_ENCRYPTED,
     EKS_API_NOT_WORLD,
@@ -44,8 +45,17 @@ def flagged(plan: Plan) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_shipped_stacks_have_no_violations(stack: str) -> None:
-    violations = evaluate(shipped_plan(stack).resources)
+    violations = evaluate(shipped_plan(stack).resources, for_stack(stack, RULES))
     assert [(v.rule.name, v.urn, v.message) for v in violations] == []
+
+
+def test_privileged_namespaces_need_a_reason_from_the_pack_owners() -> None:
+    plan = copy.deepcopy(shipped_plan("prod"))
+    listed = for_stack("prod", RULES)
+    keda = one(plan, "kubernetes:core/v1:Namespace", "namespace-keda")
+    keda.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = "privileged"
+    found = {v.urn for v in evaluate(plan.resources, listed) if v.rule.name == "namespace-pod-security"}
+    assert found == {keda.urn}  # slurm and monitoring are listed, keda is not
 
 
 def test_every_rule_has_a_breaking_plan() -> None:
@@ -92,6 +102,9 @@ NEAR_MISSES: list[tuple[str, str, Callable[[], tuple[Plan, str]]]] = [
     # The Lustre client rule on the nodes' group: with a CIDR it references no FSx group, so it guards nothing.
     ("storage-cluster-only", "CIDR rule on the cluster's own group",
      _mutate(INGRESS, "storage-nodes-from-fsx-988", _cidr_rule_on_the_nodes_group)),
+    ("images-pinned", "NodeSet slurmd by digest",
+     _mutate("kubernetes:slinky.slurm.net/v1beta1:NodeSet", "slurm-nodeset-gpu-h100",
+             lambda i: i["spec"]["slurmd"].update(image=f"ghcr.io/slinkyproject/slurmd-pyxis@sha256:{'0' * 64}"))),
 ]
 
 

@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from components.config import Slurm
-from components.slinky.images import SLINKY_REPOSITORIES, TRAINING_IMAGES, slurm_image
+from components.slinky.images import (
+    SERIES,
+    SLINKY_REPOSITORIES,
+    TRAINING_IMAGES,
+    pinning_problem,
+    release_series,
+    slurm_image,
+)
 from components.validators import image_pinned
 from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config
@@ -80,3 +87,33 @@ def test_every_default_slurm_image_passes_the_pinning_rule(stack: str) -> None:
     config = config_of(raw)
     raw["slurm"]["images"] = {daemon: slurm_image(config.slurm, daemon) for daemon in SLINKY_REPOSITORIES}
     assert list(image_pinned(config_of(raw))) == []
+
+
+def test_each_series_default_is_its_newest_known_release_on_a_known_flavor() -> None:
+    for name, series in SERIES.items():
+        assert series.releases[-1] == series.patch and series.os in series.flavors
+        assert all(release_series(r) == name for r in series.releases)
+
+
+@pytest.mark.parametrize(("image", "problem"), [
+    ("ghcr.io/slinkyproject/slurmd-pyxis:25.11.6-ubuntu24.04", None),
+    ("ghcr.io/slinkyproject/slurmctld:26.05.0-rockylinux9", None),
+    ("123456789012.dkr.ecr.us-west-2.amazonaws.com/slurmd-efa:25.11.6-1", None),
+    (f"ghcr.io/slinkyproject/slurmctld@sha256:{'a' * 64}", None),
+    ("ghcr.io/slinkyproject/slurmctld:25.11-ubuntu24.04", "<series>-<os> tags move"),
+    ("ghcr.io/slinkyproject/slurmctld:25.11.9-ubuntu24.04", "no images of Slurm 25.11.9"),
+    ("ghcr.io/slinkyproject/slurmctld:26.05.1-ubuntu22.04", "no ubuntu22.04 images of Slurm 26.05"),
+    ("ghcr.io/slinkyproject/slurmctld@sha256:abc", "not sha256:<64 hex digits>"),
+    ("public.ecr.aws/neuron/pytorch-training-neuronx:2.9", "tag 2.9 moves"),
+    ("mariadb:11.4", "tag 11.4 moves"),
+    ("busybox:latest", "tag latest moves"),
+    ("registry.example.com:5000/slurmd", "no tag"),
+])
+def test_pinning_problem(image: str, problem: str | None) -> None:
+    found = pinning_problem(image)
+    assert found is None if problem is None else problem in (found or ""), found
+
+
+@pytest.mark.parametrize("image", TRAINING_IMAGES.values())
+def test_default_training_images_are_pinned(image: str) -> None:
+    assert pinning_problem(image) is None

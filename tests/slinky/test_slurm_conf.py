@@ -39,6 +39,7 @@ SLURM_CONF_25_11: dict[str, frozenset[str] | None] = {
     "TaskPlugin": frozenset({"task/affinity", "task/cgroup"}),
     "ProctrackType": frozenset({"proctrack/cgroup", "proctrack/linuxproc", "proctrack/pgid"}),
     "JobAcctGatherType": frozenset({"jobacct_gather/cgroup", "jobacct_gather/linux"}),
+    "DisableRootJobs": frozenset({"YES", "NO"}),
     "GresTypes": None,
     "AccountingStorageTRES": None,
     "LaunchParameters": frozenset({"batch_step_set_cpu_freq", "cray_net_exclusive", "disable_send_gids",

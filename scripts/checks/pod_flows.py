@@ -1,0 +1,350 @@
+"""The deploy check's *pod-network* rule: the pod-to-pod (and pod-to-address) flows the cluster needs, and the
+ones it must never allow, each evaluated against the plan's NetworkPolicy objects.
+
+The evaluator follows networking.k8s.io/v1 (kubernetes.io/docs/concepts/services-networking/
+network-policies/ and the API reference): a pod is isolated for ingress (egress) when a policy of its namespace
+selects it with that policyType; an isolated pod accepts (sends) only what some rule of such a policy admits by
+peer (podSelector in the policy's namespace, namespaceSelector on the namespaces' labels, both in one peer =
+AND, ipBlock with except) and by port (number, name of the receiving container's port, or a range up to
+endPort; protocol TCP by default). A connection needs the sender's egress and the receiver's ingress.
+
+Pods on the VPC CNI hold VPC addresses, and whether an ipBlock applies to pod addresses is left to the
+implementation (the docs: ipBlocks "should be cluster-external IPs"): a needed flow to or from a pod must be
+admitted by a selector, while a forbidden flow counts as open when an ipBlock could hold the pod's address.
+
+The endpoints' labels are written here from the operators' and charts' sources, independently of
+components/network_policies.py, so a selector that misses its pods shows as a blocked flow.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.accounting_db import IN_CLUSTER_NAME
+from components.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
+from components.config import ClusterConfig
+from components.names import SLURM_NAMESPACE
+from components.slinky.charts import CERT_MANAGER, KEDA, KUBE_PROMETHEUS_STACK, MARIADB_OPERATOR, SLURM_OPERATOR
+from components.slinky.specs import CONTROLLER
+from scripts.checks.findings import Finding
+from scripts.offline.plan_model import Plan, parse_json_text
+
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # every Namespace carries it (set by the API server)
+ALL_PORTS = (1, 65535)
+EPHEMERAL = (1024, 65535)  # SrunPortRange unset (Slurm 25.11 default): srun listens on any port the kernel gives
+Labels = Mapping[str, str]
+PROMETHEUS = "prometheus-kube-prometheus-prometheus"  # kube-prometheus-stack's Prometheus, release "prometheus"
+
+
+@dataclass(frozen=True)
+class Pod:
+    name: str
+    namespace: str
+    labels: Labels
+    ports: Mapping[str, int] = field(default_factory=dict)  # named container ports (for named policy ports)
+
+
+@dataclass(frozen=True)
+class Address:
+    """Something that is not a pod: the control plane, RDS, the internet, IMDS; `cidrs` are where it may be."""
+
+    name: str
+    cidrs: tuple[str, ...]
+
+
+Endpoint = Pod | Address
+
+
+@dataclass(frozen=True)
+class Flow:
+    who: Endpoint
+    whom: Endpoint
+    protocol: str  # "TCP", "UDP" or "SCTP"
+    ports: tuple[int, int]
+    why: str
+    needed: bool = True  # False: a flow that must stay blocked
+
+    @property
+    def label(self) -> str:
+        low, high = self.ports
+        what = str(low) if low == high else f"{low}-{high}"
+        return f"{self.who.name} -> {self.whom.name} ({self.protocol.lower()} {what})"
+
+
+# --- the evaluator ---------------------------------------------------------------------------------------
+
+def _net(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    return ipaddress.ip_network(cidr, strict=False)
+
+
+def _within(inner: str, outer: str) -> bool:
+    a, b = _net(inner), _net(outer)
+    return a.version == b.version and a.subnet_of(b)  # type: ignore[arg-type]
+
+
+def _overlaps(a: str, b: str) -> bool:
+    x, y = _net(a), _net(b)
+    return x.version == y.version and x.overlaps(y)  # type: ignore[arg-type]
+
+
+def block_admits(block: Mapping[str, Any], cidrs: Sequence[str], certain: bool) -> bool:
+    """certain: every address of `cidrs` is in the block and none in its except; else: some address may be."""
+    cidr, excepted = block.get("cidr"), list(block.get("except") or [])
+    if not isinstance(cidr, str) or "/" not in cidr:
+        return False  # not known offline: admits nothing for sure (and the plan shows it)
+    if certain:
+        return bool(cidrs) and all(_within(c, cidr) and not any(_overlaps(c, e) for e in excepted) for c in cidrs)
+    return any(_overlaps(c, cidr) and not any(_within(c, e) for e in excepted) for c in cidrs)
+
+
+def selects(selector: Mapping[str, Any] | None, labels: Labels) -> bool:
+    """A LabelSelector: matchLabels AND matchExpressions; an empty selector selects everything."""
+    selector = selector or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e["key"], e["operator"], e.get("values") or []
+        ok = {"In": key in labels and labels[key] in values, "NotIn": labels.get(key) not in values,
+              "Exists": key in labels, "DoesNotExist": key not in labels}[op]
+        if not ok:
+            return False
+    return True
+
+
+def policy_types(spec: Mapping[str, Any]) -> list[str]:
+    # Unset: Ingress always, Egress when the policy has egress rules (NetworkPolicySpec.policyTypes).
+    return list(spec.get("policyTypes") or (["Ingress", *(["Egress"] if spec.get("egress") else [])]))
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The policies of a plan, the namespaces' labels, and the addresses pods may have."""
+
+    policies: tuple[Mapping[str, Any], ...]
+    namespaces: Mapping[str, Labels]
+    pod_cidrs: tuple[str, ...]
+
+    def namespace_labels(self, namespace: str) -> Labels:
+        return {NAMESPACE_LABEL: namespace, **self.namespaces.get(namespace, {})}
+
+    def _isolating(self, pod: Pod, kind: str) -> list[Mapping[str, Any]]:
+        return [p["spec"] for p in self.policies
+                if p["metadata"].get("namespace") == pod.namespace and kind in policy_types(p["spec"])
+                and selects(p["spec"].get("podSelector"), pod.labels)]
+
+    def _peer(self, peer: Mapping[str, Any], policy_namespace: str, other: Endpoint, certain: bool) -> bool:
+        if "ipBlock" in peer:
+            cidrs = other.cidrs if isinstance(other, Address) else self.pod_cidrs
+            return (isinstance(other, Address) or not certain) and block_admits(peer["ipBlock"], cidrs, certain)
+        if not isinstance(other, Pod):
+            return False
+        if "namespaceSelector" in peer:
+            in_namespace = selects(peer["namespaceSelector"], self.namespace_labels(other.namespace))
+        else:
+            in_namespace = other.namespace == policy_namespace
+        return in_namespace and selects(peer.get("podSelector"), other.labels)
+
+    def _ports(self, ports: Sequence[Mapping[str, Any]] | None, flow: Flow, certain: bool) -> bool:
+        if not ports:
+            return True
+        spans = []
+        for p in ports:
+            if p.get("protocol", "TCP") != flow.protocol:
+                continue
+            port = p.get("port")
+            if port is None:
+                spans.append(ALL_PORTS)
+            elif isinstance(port, str):  # a name: the receiving container's port of that name
+                number = flow.whom.ports.get(port) if isinstance(flow.whom, Pod) else None
+                if number is not None:
+                    spans.append((number, number))
+            else:
+                spans.append((int(port), int(p.get("endPort", port))))
+        low, high = flow.ports
+        if not certain:
+            return any(a <= high and b >= low for a, b in spans)
+        reach = low
+        for a, b in sorted(spans):
+            if a > reach:
+                break
+            reach = max(reach, b + 1)
+        return reach > high
+
+    def side_allows(self, pod: Endpoint, other: Endpoint, kind: str, flow: Flow, certain: bool) -> bool:
+        if not isinstance(pod, Pod):
+            return True  # not a pod: no policy applies to it
+        specs = self._isolating(pod, kind)
+        if not specs:
+            return True
+        key, peers_key = ("ingress", "from") if kind == "Ingress" else ("egress", "to")
+        return any((not rule.get(peers_key) or any(self._peer(peer, pod.namespace, other, certain)
+                                                   for peer in rule[peers_key]))
+                   and self._ports(rule.get("ports"), flow, certain)
+                   for spec in specs for rule in spec.get(key) or [])
+
+    def allows(self, flow: Flow, certain: bool) -> bool:
+        """certain: the policies surely let every port of the flow through; else: some part may pass."""
+        return (self.side_allows(flow.who, flow.whom, "Egress", flow, certain)
+                and self.side_allows(flow.whom, flow.who, "Ingress", flow, certain))
+
+
+def evaluate(cluster: Cluster, flow: Flow) -> Finding | None:
+    if flow.needed and not cluster.allows(flow, certain=True):
+        blocked = "egress" if not cluster.side_allows(flow.who, flow.whom, "Egress", flow, True) else "ingress"
+        side = flow.who if blocked == "egress" else flow.whom
+        return Finding("pod-network", flow.label,
+                       f"{flow.why}; but no NetworkPolicy rule admits it on {side.name}'s {blocked}",
+                       f"add a rule for it to the {blocked} of {side.name} (components/network_policies.py)")
+    if not flow.needed and cluster.allows(flow, certain=False):
+        return Finding("pod-network", flow.label, f"must stay blocked ({flow.why}), but the policies let it through",
+                       "narrow the rule that admits it (components/network_policies.py)")
+    return None
+
+
+# --- the endpoints, as the operators and charts label them -------------------------------------------------
+
+def _app(name: str, instance: str, component: str | None = None, **more: str) -> dict[str, str]:
+    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": instance, **more}
+    if component:
+        labels["app.kubernetes.io/component"] = component
+    return labels
+
+
+def endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
+    """One table of every endpoint, each pod's labels as its operator or chart sets them."""
+    ns = SLURM_NAMESPACE
+    found: dict[str, Endpoint] = {
+        # SlinkyProject/slurm-operator v1.2.1 internal/builder/labels/labels.go (With<Component>Labels) and the
+        # containers' named ports (internal/builder/*builder/*_app.go); every object here is named CONTROLLER.
+        "slurmctld": Pod("slurmctld", ns, _app("slurmctld", CONTROLLER, "controller"), {"slurmctld": 6817}),
+        "slurmdbd": Pod("slurmdbd", ns, _app("slurmdbd", CONTROLLER, "accounting"), {"slurmdbd": 6819}),
+        "slurmrestd": Pod("slurmrestd", ns, _app("slurmrestd", CONTROLLER, "restapi"), {"slurmrestd": 6820}),
+        "login": Pod("a login pod", ns, _app("login", CONTROLLER, "login"), {"login": 22}),
+        # The accounts reconcile Job's pod (kubernetes.io/docs/concepts/workloads/controllers/job/: the Job
+        # controller adds batch.kubernetes.io/job-name and job-name).
+        "accounts job": Pod("the accounts reconcile Job", ns, {"batch.kubernetes.io/job-name": "slurm-eks-accounts",
+                                                               "job-name": "slurm-eks-accounts"}),
+        # slurm-operator v1.2.1 helm/slurm-operator/templates/_helpers.tpl, _webhook.tpl (selector labels).
+        "slurm-operator": Pod("the Slinky operator", SLURM_OPERATOR.namespace,
+                              _app("slurm-operator", "slurm-operator")),
+        "slurm-operator webhook": Pod("the Slinky webhook", SLURM_OPERATOR.namespace,
+                                      _app("slurm-operator-webhook", "slurm-operator")),
+        # kedacore/charts v2.20.2 keda/templates/{manager,metrics-server,webhooks}/deployment.yaml.
+        "keda-operator": Pod("the KEDA operator", KEDA.namespace, {"app": "keda-operator", "name": "keda-operator",
+                                                                   "app.kubernetes.io/name": "keda-operator"}),
+        "keda metrics": Pod("KEDA's metrics server", KEDA.namespace, {
+            "app": "keda-operator-metrics-apiserver", "app.kubernetes.io/name": "keda-operator-metrics-apiserver"}),
+        "keda webhooks": Pod("KEDA's admission webhooks", KEDA.namespace, {"app": "keda-admission-webhooks"}),
+        # prometheus-operator v0.93.0 pkg/prometheus/server/operator.go makeSelectorLabels; the Prometheus that
+        # kube-prometheus-stack names <release>-kube-prometheus-prometheus.
+        "prometheus": Pod("Prometheus", KUBE_PROMETHEUS_STACK.namespace, {
+            **_app("prometheus", PROMETHEUS), "app.kubernetes.io/managed-by": "prometheus-operator",
+            "prometheus": PROMETHEUS, "operator.prometheus.io/name": PROMETHEUS}, {"web": 9090}),
+        "prometheus-operator": Pod("the Prometheus operator", KUBE_PROMETHEUS_STACK.namespace,
+                                   {"app": "kube-prometheus-stack-operator", "release": "prometheus"}),
+        # cert-manager v1.21.1 deploy/charts/cert-manager/templates/webhook-deployment.yaml.
+        "cert-manager webhook": Pod("cert-manager's webhook", CERT_MANAGER.namespace,
+                                    _app("webhook", "cert-manager", "webhook")),
+        # The EKS CoreDNS add-on (upstream's k8s-app: kube-dns).
+        "coredns": Pod("CoreDNS", "kube-system", {"k8s-app": "kube-dns", "eks.amazonaws.com/component": "coredns"}),
+    }
+    for name in config.partitions:
+        found[f"slurmd {name}"] = Pod(f"slurmd of {name}", ns, _app(
+            "slurmd", name, "worker", **{"slinky.slurm.net/cluster": CONTROLLER}), {"slurmd": 6818})
+    if config.slurm.accounting.database == "rds":  # components/accounting_db_user.py: the Job's name
+        found["db-user job"] = Pod("the database-user Job", ns, {"batch.kubernetes.io/job-name": DB_USER_JOB,
+                                                                 "job-name": DB_USER_JOB})
+    if config.slurm.accounting.database == "in-cluster":
+        # mariadb-operator 26.6.0 pkg/builder/labels/labels.go WithMariaDBSelectorLabels.
+        found["mariadb"] = Pod("the in-cluster MariaDB", ns, _app("mariadb", IN_CLUSTER_NAME))
+        found["mariadb-operator"] = Pod("the mariadb-operator", MARIADB_OPERATOR.namespace,
+                                        _app("mariadb-operator", "mariadb-operator"))
+    return found
+
+
+# --- the flow table ------------------------------------------------------------------------------------------
+
+def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str, ...]) -> Iterator[Flow]:
+    """What the cluster needs (and must not allow), each with why."""
+    slurmctld, slurmdbd, slurmrestd, login = e["slurmctld"], e["slurmdbd"], e["slurmrestd"], e["login"]
+    computes = [p for key, p in e.items() if key.startswith("slurmd ")]
+    control_plane = Address("the EKS control plane", vpc_cidrs)
+    world = Address("a public address (S3, model hubs)", ("192.0.2.0/24",))  # RFC 5737 TEST-NET-1
+    imds = Address("IMDS", ("169.254.169.254/32",))
+    in_cluster = "mariadb" in e
+    database = e["mariadb"] if in_cluster else Address("RDS (slurmdbd's MariaDB)", vpc_cidrs)
+
+    for pod in (p for p in e.values() if isinstance(p, Pod) and p.namespace != "kube-system"):
+        for protocol in ("UDP", "TCP"):
+            yield Flow(pod, e["coredns"], protocol, (53, 53), "every pod resolves names with CoreDNS")
+    for key in ("slurmctld", "slurmdbd", "slurmrestd", "slurm-operator", "keda-operator", "prometheus"):
+        yield Flow(e[key], control_plane, "TCP", (443, 443), "controllers and Slurm daemons read the Kubernetes API")
+    for key, port in (("slurm-operator webhook", 9443), ("keda webhooks", 9443), ("keda metrics", 6443),
+                      ("cert-manager webhook", 10250), ("prometheus-operator", 10250)):
+        yield Flow(control_plane, e[key], "TCP", (port, port), "the API server calls a webhook or aggregated API")
+    for client in (*computes, login, slurmrestd, slurmdbd, e["accounts job"], e["prometheus"]):
+        yield Flow(client, slurmctld, "TCP", (6817, 6817), "Slurm clients, slurmd and Prometheus reach slurmctld")
+    for client in (slurmctld, login, slurmrestd, e["accounts job"]):
+        yield Flow(client, slurmdbd, "TCP", (6819, 6819), "accounting: slurmctld, sacct/sacctmgr, slurmrestd")
+    yield Flow(slurmdbd, database, "TCP", (3306, 3306), "slurmdbd writes accounting to MariaDB")
+    if in_cluster:
+        yield Flow(e["mariadb-operator"], database, "TCP", (3306, 3306), "the operator creates the database and user")
+    else:
+        yield Flow(e["db-user job"], database, "TCP", (3306, 3306), "the Job creates slurmdbd's user on RDS")
+        for client in (e["db-user job"], slurmdbd):
+            yield Flow(client, world, "TCP", (443, 443), "Secrets Manager, STS and the RDS CA bundle over HTTPS")
+    yield Flow(e["slurm-operator"], slurmrestd, "TCP", (6820, 6820), "the operator drains nodes through slurmrestd")
+    yield Flow(e["keda-operator"], e["prometheus"], "TCP", (9090, 9090), "KEDA's scalers query Prometheus")
+    for cidr in (*config.slurm.login.allowed_cidrs, *vpc_cidrs):
+        yield Flow(Address(f"SSH clients {cidr}", (cidr,)), login, "TCP", (22, 22), "SSH to the login pods via the NLB")
+    for compute in computes:
+        yield Flow(slurmctld, compute, "TCP", (6818, 6818), "slurmctld starts jobs on slurmd")
+        yield Flow(login, compute, "TCP", (6818, 6818), "srun on a login pod launches steps")
+        yield Flow(compute, login, "TCP", EPHEMERAL, "step I/O back to srun (SrunPortRange unset: any port)")
+        yield Flow(compute, world, "TCP", ALL_PORTS, "jobs read data and models from S3 and the internet")
+        for peer in computes:
+            yield Flow(compute, peer, "TCP", ALL_PORTS, "NCCL sockets, PMIx and step fan-out between slurmd pods")
+        for target, port in ((slurmdbd, 6819), (slurmrestd, 6820), (e["prometheus"], 9090), (database, 3306),
+                             (e["slurm-operator webhook"], 9443), (e["cert-manager webhook"], 10250),
+                             (e["keda metrics"], 6443), (control_plane, 443), (imds, 80)):
+            yield Flow(compute, target, "TCP", (port, port), "a job reaches no Slurm, cluster or node service",
+                       needed=False)
+    yield Flow(slurmctld, login, "TCP", EPHEMERAL, "slurmctld calls srun back (allocation, timeouts)")
+    for target, port in ((database, 3306), (slurmrestd, 6820), (e["prometheus"], 9090), (imds, 80)):
+        yield Flow(login, target, "TCP", (port, port), "a login shell reaches no database, API or node service",
+                   needed=False)
+
+
+def cluster_of(plan: Plan, pod_cidrs: tuple[str, ...]) -> Cluster:
+    policies = tuple(r.inputs for r in plan.of_type(NETWORK_POLICY))
+    namespaces = {r.inputs["metadata"]["name"]: (r.inputs["metadata"].get("labels") or {})
+                  for r in plan.of_type(NAMESPACE) if isinstance(r.inputs.get("metadata"), dict)}
+    return Cluster(policies, namespaces, pod_cidrs)
+
+
+def enforcement_findings(plan: Plan) -> Iterator[Finding]:
+    """NetworkPolicies do nothing unless the VPC CNI's node agent enforces them: the vpc-cni add-on's
+    configuration value enableNetworkPolicy "true" (docs.aws.amazon.com/eks/latest/userguide/
+    cni-network-policy-configure.html), or pulumi-eks 4.4's vpcCniOptions.enableNetworkPolicy."""
+    addons = [r for r in plan.of_type("aws:eks/addon:Addon") if r.inputs.get("addonName") == "vpc-cni"]
+    settings = [parse_json_text(r.inputs.get("configurationValues")) or {} for r in addons]
+    settings += [r.inputs.get("vpcCniOptions") or {} for r in plan.of_type("eks:index:Cluster")]
+    if not any(isinstance(s, Mapping) and s.get("enableNetworkPolicy") in (True, "true") for s in settings):
+        yield Finding("pod-network", "the VPC CNI (vpc-cni add-on)",
+                      "no vpc-cni add-on or cluster enables enableNetworkPolicy: the NetworkPolicies are not "
+                      "enforced and every pod can reach every other",
+                      'set the vpc-cni add-on\'s configuration_values {"enableNetworkPolicy": "true"}')
+
+
+def check(plan: Plan, config: ClusterConfig) -> list[Finding]:
+    vpc_cidrs = tuple(r.inputs["cidrBlock"] for r in plan.of_type("aws:ec2/vpc:Vpc") if r.inputs.get("cidrBlock"))
+    vpc_cidrs = vpc_cidrs or ((config.network.vpc_cidr,) if config.network.vpc_cidr else ())
+    cluster = cluster_of(plan, vpc_cidrs)
+    found = list(enforcement_findings(plan))
+    found += [f for flow in flows(config, endpoints(config), vpc_cidrs) if (f := evaluate(cluster, flow))]
+    return found
