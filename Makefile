@@ -16,7 +16,7 @@ EXTRAS := $(VENV)/.installed-extras
 # directory). No service of theirs is started: a policy-rc.d answers "no" while apt installs them (libnss-sss
 # and libpam-sss still add sss to nsswitch.conf and PAM, harmless while no sssd runs). The local Slurm daemons
 # are installed by `slurm-eks local up`, which the test suite runs itself.
-SYSTEM_PACKAGES := shellcheck sssd-tools sssd-ldap openssh-server slapd ldap-utils
+SYSTEM_PACKAGES := shellcheck sssd-tools sssd-ldap openssh-server slapd ldap-utils mariadb-server mariadb-client openssl
 system-packages:
 	@missing="$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null \
 	  | grep -qx installed || echo $$p; done)"; [ -z "$$missing" ] || { \

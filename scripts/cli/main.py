@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.tree import Tree
 
 from components.problems import ConfigError, plural
-from components.stackfile import STACKS_DIR, load_stack
+from components.stack_secrets import secrets_provider_problems
+from components.stackfile import STACKS_DIR, load_stack, stack_file
 from scripts.cli.accounts import accounts_app
 from scripts.cli.advise import advise
 from scripts.cli.check import check
@@ -53,12 +54,19 @@ def validate(
         help="also plan offline and validate every manifest against the CRDs in this directory "
              "(repeatable) and the core Kubernetes schemas", exists=True, file_okay=False)] = None,
 ) -> None:
-    """Check a stack's config against every rule; exit 2 listing all problems."""
+    """Check a stack's config against every rule, and that its file names a KMS secrets provider; exit 2
+    listing all problems."""
     try:
         config, warnings = load_stack(stack, stacks_dir)
     except ConfigError as exc:
         raise fail_config(exc) from None
     print_problems(warnings)
+    provider = secrets_provider_problems(stack_file(stack, stacks_dir))
+    if provider:
+        err.print(f"[red]{stack_file(stack, stacks_dir)}: {plural(len(provider), 'error')} in the stack file[/]",
+                  highlight=False)
+        print_problems(provider)
+        raise typer.Exit(CONFIG_ERROR_EXIT)
     summary = f"{plural(len(config.partitions), 'partition')}, {plural(len(warnings), 'warning')}"
     if crds:
         checked = _validate_manifests(stack, stacks_dir, crds)

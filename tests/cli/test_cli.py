@@ -33,6 +33,13 @@ def test_validate_shipped_stacks() -> None:
         assert f"stack {stack}: valid" in result.stdout
 
 
+def test_validate_refuses_a_stack_file_without_a_kms_secrets_provider(tmp_path: Path) -> None:
+    result = run("validate", "--stack", "nokms", "--stacks-dir", str(_stack_dir(tmp_path, "nokms", raw_config("dev"))))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "error[secrets-provider] secretsprovider: no secrets provider" in result.stderr
+    assert "awskms://alias/" in result.stderr
+
+
 def test_validate_bad_fsx_capacity_exits_2_naming_path_and_allowed_values(tmp_path: Path) -> None:
     raw = raw_config("prod")
     raw["storage"]["fsx"]["capacityGiB"] = 1000

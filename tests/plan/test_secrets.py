@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
 from components.config import FULL_KEY
 from components.network import s3_endpoint_policy
@@ -17,6 +18,7 @@ from components.problems import ConfigError
 from components.stack_secrets import secrets_provider_problems
 from components.stackfile import STACKS_DIR, stack_file
 from components.validation import parse_cluster_config
+from scripts.cli.main import app
 from scripts.offline.mocks import _digest
 from scripts.offline.plan import write_plan
 from scripts.offline.plan_model import Plan, PlannedResource
@@ -112,3 +114,37 @@ def test_s3_endpoint_policy_names_buckets_only() -> None:
                          "arn:aws:s3:::ml-data/*"]
     actions = {a for s in policy["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     assert "s3:DeleteObject" not in actions and not any(a.endswith("*") for a in actions)
+
+
+def preview_comment(plan: Plan, tmp_path: Path) -> str:
+    """The markdown the offline preview job posts on the pull request, against a base where every resource had
+    no inputs: every input of every resource is then a change the diff prints."""
+    write_plan(plan, tmp_path / "head")
+    base = copy.deepcopy(plan)
+    for resource in base.resources:
+        resource.inputs = {}
+    write_plan(base, tmp_path / "base")
+    result = CliRunner().invoke(app, ["diff", str(tmp_path / "base"), str(tmp_path / "head"), "--format", "markdown"])
+    assert result.exit_code == 0, result.output[-500:]
+    return result.output
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_generated_secret_in_what_the_preview_workflow_posts(stack: str, tmp_path: Path) -> None:
+    """The offline preview job (.github/workflows/preview.yml) posts `slurm-eks diff --format markdown` as a PR
+    comment and prints `slurm-eks policy` and `slurm-eks check` into the job summary: none may carry a secret."""
+    plan = shipped_plan(stack)
+    comment = preview_comment(plan, tmp_path)
+    assert "[secret]" in comment  # not vacuous: the diff shows the secret inputs, masked
+    summaries = [CliRunner().invoke(app, [command, "--stack", stack]) for command in ("policy", "check")]
+    assert [r.exit_code for r in summaries] == [0, 0], [r.output[-500:] for r in summaries]
+    values = mock_secret_values(plan)
+    assert [urn for text in (comment, *(r.output for r in summaries)) for urn, value in values.items()
+            if value in text] == []
+
+
+def test_the_workflow_output_grep_fires(tmp_path: Path) -> None:
+    plan = copy.deepcopy(shipped_plan("dev"))
+    value = next(iter(mock_secret_values(plan).values()))
+    next(r for r in plan.resources if r.inputs.get("kind") == "ConfigMap").inputs["data"] = {"leak": value}
+    assert value in preview_comment(plan, tmp_path)
