@@ -38,6 +38,8 @@ when EnforcePartLimits is set (src/slurmctld/job_mgr.c `_valid_job_part` after `
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -50,7 +52,8 @@ from components.scheduling import partition_instance
 from components.slinky import specs
 from components.validation import parse_cluster_config
 from slurm import client
-from slurm.cli_backend import CliBackend, run
+from slurm.backend import JobClientError, SubmitOptions
+from slurm.cli_backend import CliBackend, parse_parsable, run
 from slurm.jobinfo import JobInfo
 from slurm.local import ClusterStatus
 from slurm.local.dynamic import DynamicCluster, dynamic_nodes
@@ -58,8 +61,22 @@ from slurm.local.node import node_state
 from tests.config.helpers import raw_config
 
 pytestmark = pytest.mark.slurm
-BACKEND = CliBackend()
 STACK = "dev"
+# People run jobs as themselves: the Controller's `DisableRootJobs=YES` refuses root's. These tests submit as
+# `nobody` (on every Debian system), given an association under Slurm's `root` account for the module, since the
+# Controller's `AccountingStorageEnforce=associations` refuses a user without one.
+PERSON = "nobody"
+
+
+class AsPerson(CliBackend):
+    """sbatch as PERSON; everything else (squeue, sacct, scancel, the output file) as root, like an operator."""
+
+    def submit(self, script: Path, options: SubmitOptions) -> int:
+        return parse_parsable(run(["runuser", "-u", PERSON, "--", "sbatch", "--parsable", *options.sbatch_args(),
+                                   str(script)]))
+
+
+BACKEND = AsPerson()
 TIMEOUT_S = 60
 # The operator's reasons (slurmcontrol.go FormatNodeReason; nodeset_sync.go processCondemned; worker_app.go).
 DRAIN_REASON = "slurm-operator: Pod (slurm/{pod}) is pending termination for scale-in"
@@ -119,8 +136,21 @@ def nodeset() -> NodeSet:
 
 @pytest.fixture(scope="module")
 def dynamic_cluster(local_slurm: ClusterStatus, nodeset: NodeSet) -> Iterator[DynamicCluster]:
-    with dynamic_nodes(nodeset.slurm_conf, nodeset.gpus) as cluster:
-        yield cluster
+    run(["sacctmgr", "-i", "add", "user", PERSON, "account=root"])
+    try:
+        with dynamic_nodes(nodeset.slurm_conf, nodeset.gpus) as cluster:
+            yield cluster
+    finally:
+        run(["sacctmgr", "-i", "delete", "user", PERSON])
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    """Job scripts and outputs where PERSON may read and write (pytest's own tmp_path is root's alone)."""
+    path = Path(tempfile.mkdtemp(prefix="scale-from-zero-"))
+    path.chmod(0o777)
+    yield path
+    shutil.rmtree(path)
 
 
 @pytest.fixture
@@ -135,13 +165,14 @@ def cluster(dynamic_cluster: DynamicCluster, nodeset: NodeSet) -> Iterator[Dynam
     dynamic_cluster.leave_all()
 
 
-def submit(tmp_path: Path, nodeset: NodeSet, name: str, wait_for: Path | None = None) -> int:
+def submit(workdir: Path, nodeset: NodeSet, name: str, wait_for: Path | None = None) -> int:
     """A whole-node GPU job of the NodeSet's partition that prints what it got (after `wait_for` exists)."""
-    script = tmp_path / f"{name}.sbatch"
+    script = workdir / f"{name}.sbatch"
     hold = f"until [ -e {wait_for} ]; do sleep 0.2; done\n" if wait_for else ""
     script.write_text(f'#!/bin/bash\nset -eu\n{hold}echo "gpus=$CUDA_VISIBLE_DEVICES node=$SLURMD_NODENAME"\n')
     options = client.SubmitOptions(partition=nodeset.name, nodes=1, gpus_per_node=nodeset.gpus, time="5",
-                                   job_name=name, output=str(tmp_path / "%x-%j.out"))
+                                   job_name=name, output=str(workdir / "%x-%j.out"),
+                                   extra_args=(f"--chdir={workdir}",))
     return client.submit(script, options, BACKEND)
 
 
@@ -175,10 +206,10 @@ def gpus_seen(nodeset: NodeSet, pod: str) -> str:
 
 
 def test_empty_partition_queues_a_gpu_job_until_a_nodeset_pod_joins(
-    cluster: DynamicCluster, nodeset: NodeSet, tmp_path: Path
+    cluster: DynamicCluster, nodeset: NodeSet, workdir: Path
 ) -> None:
     assert partition_nodes(nodeset.name) == []
-    job_id = submit(tmp_path, nodeset, "from-zero")  # (a) accepted: EnforcePartLimits=ALL rejects it here
+    job_id = submit(workdir, nodeset, "from-zero")  # (a) accepted: EnforcePartLimits=ALL rejects it here
     # Placed at submission and kept: the partition cannot hold it yet (the scheduler passes over such jobs,
     # so (b) is what shows it stayed queued).
     job = client.wait_for(job_id, lambda j: j.reason is not None, TIMEOUT_S, backend=BACKEND)
@@ -197,13 +228,13 @@ def test_empty_partition_queues_a_gpu_job_until_a_nodeset_pod_joins(
     assert client.logs(job_id, BACKEND) == gpus_seen(nodeset, pod)
 
 
-def test_scale_in_drains_first_and_loses_no_job(cluster: DynamicCluster, nodeset: NodeSet, tmp_path: Path) -> None:
+def test_scale_in_drains_first_and_loses_no_job(cluster: DynamicCluster, nodeset: NodeSet, workdir: Path) -> None:
     pod = nodeset.pod(0)
     cluster.join(pod, nodeset.slurmd_conf)
-    release = tmp_path / "release"
-    first = submit(tmp_path, nodeset, "first", wait_for=release)
+    release = workdir / "release"
+    first = submit(workdir, nodeset, "first", wait_for=release)
     client.wait_for(first, lambda job: job.state == "RUNNING", TIMEOUT_S, backend=BACKEND)
-    second = submit(tmp_path, nodeset, "second")  # waits for the GPUs `first` holds
+    second = submit(workdir, nodeset, "second")  # waits for the GPUs `first` holds
 
     # Scale-in: drain, and delete the pod only once the node is drained (not before `first` ends).
     run(["scontrol", "update", f"nodename={pod}", "state=drain", f"reason={DRAIN_REASON.format(pod=pod)}"])
@@ -231,3 +262,13 @@ def test_scale_in_drains_first_and_loses_no_job(cluster: DynamicCluster, nodeset
     print(f"pod rejoined -> queued job done: {time.monotonic() - rejoined_at:.2f} s")
     assert (done.state, done.exit_code, done.nodes, done.restart_count) == ("COMPLETED", 0, pod, 0)
     assert client.logs(second, BACKEND) == gpus_seen(nodeset, pod)
+
+
+def test_root_cannot_submit_with_the_controllers_settings(cluster: DynamicCluster, nodeset: NodeSet,
+                                                          workdir: Path) -> None:
+    """The Controller's `DisableRootJobs=YES`, on a real slurmctld: root's job is refused at submission."""
+    assert "DisableRootJobs=YES" in nodeset.slurm_conf
+    script = workdir / "as-root.sbatch"
+    script.write_text("#!/bin/bash\ntrue\n")
+    with pytest.raises(JobClientError, match="Invalid user id"):
+        CliBackend().submit(script, client.SubmitOptions(partition=nodeset.name, nodes=1, time="1"))
