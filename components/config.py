@@ -11,7 +11,9 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from components.config_base import Cidr, Duration, FsxEvent, Model, SlurmTime
+from components.config_base import Cidr, FsxEvent, Model, SlurmTime
+from components.efs_config import Efs
+from components.k8s_pools_config import KubernetesPool, NodeGroup
 from components.teams import Account, Identity, Priority, Qos, SlurmName
 
 CONFIG_NAMESPACE = "slurm-eks"
@@ -129,6 +131,7 @@ class Fsx(Model):
 
 class Storage(Model):
     fsx: Fsx = Field(default_factory=Fsx)
+    efs: Efs | None = None  # model storage (components/efs_config.py); off unless set
 
 
 class Accounting(Model):
@@ -179,20 +182,15 @@ class Slurm(Model):
     priority: Priority = Field(default_factory=Priority)
 
 
-class Partition(Model):
-    instance_types: list[str] = Field(min_length=1)
-    min_nodes: int = Field(0, ge=0)
-    max_nodes: int = Field(ge=0)
-    efa: bool = False
-    capacity_type: Literal["on-demand", "spot", "reserved"] = "on-demand"
-    capacity_reservation_ids: list[str] = Field(default_factory=list)
+class Partition(NodeGroup):
+    """A Slurm partition: its nodes (instanceTypes, minNodes, maxNodes, efa, capacityType,
+    capacityReservationIds, idleTimeout: components/k8s_pools_config.py NodeGroup) and its Slurm settings."""
+
     default: bool = False
     max_time: SlurmTime = "UNLIMITED"
     # The container image job steps run in (`srun --container-image`); unset: the default training image
     # for the partition's accelerator (components/slinky/images.py).
     image: str | None = None
-    # How long a node may sit idle (no Slurm job) before it is given back to EC2.
-    idle_timeout: Duration = "10m"
     # Slurm accounts (`slurm.accounts`) whose jobs may run here (AllowAccounts=); empty: every account.
     accounts: list[SlurmName] = Field(default_factory=list)
 
@@ -211,6 +209,7 @@ class ClusterConfig(Model):
     storage: Storage = Field(default_factory=Storage)
     slurm: Slurm = Field(default_factory=Slurm)
     partitions: dict[str, Partition] = Field(min_length=1)
+    kubernetes_pools: dict[str, KubernetesPool] = Field(default_factory=dict)  # nodes Slurm never uses
 
     def name_for(self, stack: str) -> str:
         return self.cluster_name or f"slurm-eks-{stack}"

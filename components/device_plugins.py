@@ -1,28 +1,36 @@
 """Device plugins: they tell the kubelet how many GPUs (`nvidia.com/gpu`), Trainium devices
 (`aws.amazon.com/neuron`) and EFA interfaces (`vpc.amazonaws.com/efa`) a node has, so slurmd pods can request
-them. Each plugin is installed only when some partition has that hardware, and runs only on the nodes that
-carry it: the labels and taints come from `components.scheduling`, the same source as the NodePools.
+them. Each plugin is installed only when some partition or Kubernetes pool (`kubernetesPools`) has that
+hardware, and runs only on the nodes that carry it: the labels and taints come from `components.scheduling`
+and `components.nodepools` (pools), the same source as the NodePools. A pool's nodes carry the accelerator
+labels a partition's do, plus the pool's own taint, which the plugins tolerate by name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import config as cfg
-from components.catalog import AcceleratorKind, InstanceType, lookup
+from components.catalog import AcceleratorKind, lookup
+from components.k8s_pools_config import KubernetesPool
+from components.nodepools import POOL_LABEL, pool_taints
 from components.scheduling import (
     NEURON_PRESENT_LABEL,
     NVIDIA_PRESENT_LABEL,
     PARTITION_LABEL,
     accelerator_tolerations,
     node_taints,
+    partition_instance,
     tolerations_for,
 )
+
+Pools = Mapping[str, KubernetesPool]
+NO_POOLS: Pools = {}
 
 NAMESPACE = "kube-system"
 
@@ -41,14 +49,19 @@ EFA = Chart("aws-efa-k8s-device-plugin", "aws-efa-k8s-device-plugin", "v0.5.20",
 NEURON = Chart("neuron-device-plugin", "oci://public.ecr.aws/neuron/neuron-helm-chart", "1.9.0")
 
 
-def _instances(partitions: Mapping[str, cfg.Partition], kind: AcceleratorKind) -> list[InstanceType]:
-    return [it for p in partitions.values() for it in map(lookup, p.instance_types) if it.accelerator == kind]
+def _taints(partitions: Mapping[str, cfg.Partition], pools: Pools, kind: AcceleratorKind) -> list[dict[str, str]]:
+    """The taints of every node with this accelerator: a partition's carry the accelerator's, a pool's its own
+    too (validation keeps a pool to one accelerator kind, like a partition)."""
+    found = [t for p in partitions.values() for it in map(lookup, p.instance_types) if it.accelerator == kind
+             for t in node_taints(it)]
+    return found + [t for name, p in pools.items() if partition_instance(p).accelerator == kind
+                    for t in pool_taints(name, p)]
 
 
-def _tolerations(instances: list[InstanceType]) -> list[dict[str, Any]]:
+def _tolerations(taints: list[dict[str, str]]) -> list[dict[str, Any]]:
     """Tolerate exactly the taints these nodes carry."""
-    taints = {(t["key"], t["value"], t["effect"]): t for it in instances for t in node_taints(it)}
-    return tolerations_for([taints[k] for k in sorted(taints)])
+    unique = {(t["key"], t["value"], t["effect"]): t for t in taints}
+    return tolerations_for([unique[k] for k in sorted(unique)])
 
 
 def _only_on(label: str, values: list[str]) -> dict[str, Any]:
@@ -57,26 +70,31 @@ def _only_on(label: str, values: list[str]) -> dict[str, Any]:
         {"matchExpressions": [{"key": label, "operator": "In", "values": values}]}]}}}
 
 
-def nvidia_values(partitions: Mapping[str, cfg.Partition]) -> dict[str, Any] | None:
-    gpus = _instances(partitions, "nvidia")
+def nvidia_values(partitions: Mapping[str, cfg.Partition], pools: Pools = NO_POOLS) -> dict[str, Any] | None:
+    gpus = _taints(partitions, pools, "nvidia")
     if not gpus:
         return None
     return {"affinity": _only_on(NVIDIA_PRESENT_LABEL, ["true"]), "tolerations": _tolerations(gpus)}
 
 
-def efa_values(partitions: Mapping[str, cfg.Partition]) -> dict[str, Any] | None:
+def efa_values(partitions: Mapping[str, cfg.Partition], pools: Pools = NO_POOLS) -> dict[str, Any] | None:
     efa = sorted(name for name, p in partitions.items() if p.efa)
-    if not efa:
+    efa_pools = sorted(name for name, p in pools.items() if p.efa)
+    if not efa and not efa_pools:
         return None
-    # The chart ORs one term per key over the same values; keyed on the partition label instead of its
-    # built-in instance-type list, it runs exactly where Karpenter attaches EFA interfaces. Those nodes are
-    # GPU or Trainium nodes, so it tolerates every accelerator taint.
-    return {"supportedInstanceLabels": {"keys": [PARTITION_LABEL], "values": efa},
-            "tolerations": accelerator_tolerations()}
+    # The chart ORs one term per key over the same values (aws/eks-charts stable/aws-efa-k8s-device-plugin/
+    # templates/daemonset.yaml, nodeSelectorTerms per supportedInstanceLabels.keys); keyed on the partition
+    # (and pool) label instead of its built-in instance-type list, it runs exactly where Karpenter attaches EFA
+    # interfaces. Partition and pool names never collide (validator pool-name), so one list serves both keys.
+    # Those nodes are GPU or Trainium nodes: it tolerates every accelerator taint, and each EFA pool's own.
+    keys = ([PARTITION_LABEL] if efa else []) + ([POOL_LABEL] if efa_pools else [])
+    own = [pool_taints(name, pools[name])[0] for name in efa_pools]
+    return {"supportedInstanceLabels": {"keys": keys, "values": sorted(efa + efa_pools)},
+            "tolerations": accelerator_tolerations() + _tolerations(own)}
 
 
-def neuron_values(partitions: Mapping[str, cfg.Partition]) -> dict[str, Any] | None:
-    chips = _instances(partitions, "neuron")
+def neuron_values(partitions: Mapping[str, cfg.Partition], pools: Pools = NO_POOLS) -> dict[str, Any] | None:
+    chips = _taints(partitions, pools, "neuron")
     if not chips:
         return None
     return {
@@ -88,9 +106,10 @@ def neuron_values(partitions: Mapping[str, cfg.Partition]) -> dict[str, Any] | N
     }
 
 
-def plugin_values(partitions: Mapping[str, cfg.Partition]) -> dict[Chart, dict[str, Any]]:
-    """The plugins these partitions need, each with its chart values."""
-    wanted = {NVIDIA: nvidia_values(partitions), EFA: efa_values(partitions), NEURON: neuron_values(partitions)}
+def plugin_values(partitions: Mapping[str, cfg.Partition], pools: Pools = NO_POOLS) -> dict[Chart, dict[str, Any]]:
+    """The plugins these partitions and pools need, each with its chart values."""
+    wanted = {NVIDIA: nvidia_values(partitions, pools), EFA: efa_values(partitions, pools),
+              NEURON: neuron_values(partitions, pools)}
     return {chart: values for chart, values in wanted.items() if values is not None}
 
 
@@ -98,6 +117,7 @@ def plugin_values(partitions: Mapping[str, cfg.Partition]) -> dict[Chart, dict[s
 class DevicePluginsArgs:
     partitions: Mapping[str, cfg.Partition]
     provider: k8s.Provider
+    pools: Pools = field(default_factory=dict)
 
 
 class DevicePlugins(pulumi.ComponentResource):
@@ -111,6 +131,6 @@ class DevicePlugins(pulumi.ComponentResource):
                 f"{name}-{chart.release}", name=chart.release, chart=chart.chart, version=chart.version,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo) if chart.repo else None,
                 namespace=NAMESPACE, values=values, opts=k8s_opts)
-            for chart, values in plugin_values(args.partitions).items()
+            for chart, values in plugin_values(args.partitions, args.pools).items()
         }
         self.register_outputs({"releases": sorted(self.releases)})

@@ -1,4 +1,10 @@
-"""One Karpenter EC2NodeClass + NodePool per Slurm partition, generated from the config and the catalog.
+"""One Karpenter EC2NodeClass + NodePool per Slurm partition and per Kubernetes pool (`kubernetesPools`), generated
+from the config and the catalog by the same code: only the labels, the taints and the node class tag differ.
+
+The split: a partition's nodes carry `node.slurm-eks.io/partition=<name>`, which its slurmd pods select; a
+pool's nodes carry `node.slurm-eks.io/pool=<name>` instead, and the taint `node.slurm-eks.io/pool=<name>:
+NoSchedule`. A slurmd pod neither selects a pool's label nor tolerates its taint; a pool's pods select the
+pool's label, which no partition node has.
 
 Nodes exist only while Slurm has work for them: the NodePool consolidates a node only when it is empty
 (after `idleTimeout`) and never expires it. Every node runs the pinned AL2023 release (`nodeImage.release`);
@@ -7,7 +13,7 @@ a new pin makes nodes drift, and Karpenter replaces drifted nodes only inside `n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pulumi
@@ -15,9 +21,17 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.config import ClusterConfig, MaintenanceWindow, Partition
+from components.config import ClusterConfig, MaintenanceWindow
+from components.k8s_pools_config import NodeGroup
 from components.network import DISCOVERY_TAG
-from components.scheduling import DEVICE_RESOURCES, node_labels, node_taints, partition_instance
+from components.scheduling import (
+    DEVICE_RESOURCES,
+    PARTITION_LABEL,
+    node_labels,
+    node_taints,
+    partition_instance,
+    tolerations_for,
+)
 
 # Karpenter v1 alias `<family>@<version>`, the version an AMI release tag such as v20260714
 # (karpenter.sh docs v1.14, EC2NodeClasses, amiSelectorTerms "alias"): it picks the NVIDIA or Neuron AL2023
@@ -28,10 +42,48 @@ CRON_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")  # cron day-of-wee
 ROOT_VOLUME_GIB = 200  # images and logs; containerd's data lives on the instance-store RAID0
 KARPENTER_NODE_API = "karpenter.k8s.aws/v1"
 NODEPOOL_API = "karpenter.sh/v1"
+POOL_LABEL = "node.slurm-eks.io/pool"  # label and taint key of a Kubernetes pool's nodes
+PARTITION_TAG, POOL_TAG = "slurm-eks:partition", "slurm-eks:pool"  # EC2 tags naming an instance's group
 
 
-def node_class_spec(name: str, partition: Partition, config: ClusterConfig, cluster_name: str,
-                    role: pulumi.Input[str], placement_group: pulumi.Input[str] | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NodeKind:
+    """What makes a group's nodes a partition's or a pool's: the tag on its instances, labels, taints."""
+
+    tag: str
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+
+
+def partition_kind(name: str, group: NodeGroup) -> NodeKind:
+    instance = partition_instance(group)
+    return NodeKind(PARTITION_TAG, node_labels(name, instance), node_taints(instance))
+
+
+def pool_labels(name: str, group: NodeGroup) -> dict[str, str]:
+    """The accelerator labels a partition's nodes have (the device plugins select on them), with the pool's
+    label in place of the partition's."""
+    accelerator = {k: v for k, v in node_labels(name, partition_instance(group)).items() if k != PARTITION_LABEL}
+    return {POOL_LABEL: name, **accelerator}
+
+
+def pool_taints(name: str, group: NodeGroup) -> list[dict[str, str]]:
+    """The pool's own taint first, then the accelerator's (pods asking for a GPU still need to tolerate it)."""
+    return [{"key": POOL_LABEL, "value": name, "effect": "NoSchedule"}, *node_taints(partition_instance(group))]
+
+
+def pool_kind(name: str, group: NodeGroup) -> NodeKind:
+    return NodeKind(POOL_TAG, pool_labels(name, group), pool_taints(name, group))
+
+
+def pool_scheduling(name: str, group: NodeGroup) -> dict[str, Any]:
+    """The nodeSelector and tolerations a workload's pod template needs to run on a pool's nodes."""
+    return {"nodeSelector": {POOL_LABEL: name}, "tolerations": tolerations_for(pool_taints(name, group))}
+
+
+def node_class_spec(name: str, partition: NodeGroup, config: ClusterConfig, cluster_name: str,
+                    role: pulumi.Input[str], placement_group: pulumi.Input[str] | None,
+                    tag: str = PARTITION_TAG) -> dict[str, Any]:
     discovery = [{"tags": {DISCOVERY_TAG: cluster_name}}]
     spec: dict[str, Any] = {
         "amiSelectorTerms": [{"alias": f"{AMI_FAMILY}@v{config.node_image.date}"}],
@@ -46,7 +98,7 @@ def node_class_spec(name: str, partition: Partition, config: ClusterConfig, clus
             "encrypted": True, "deleteOnTermination": True}}],
         # Local NVMe as one striped volume for kubelet and containerd: image pulls of 20 GB+ training images.
         "instanceStorePolicy": "RAID0",
-        "tags": {"slurm-eks:partition": name, **config.tags},
+        "tags": {tag: name, **config.tags},
     }
     if placement_group is not None:
         spec["placementGroupSelector"] = {"name": placement_group}
@@ -55,8 +107,10 @@ def node_class_spec(name: str, partition: Partition, config: ClusterConfig, clus
     return spec
 
 
-def node_pool_spec(name: str, partition: Partition, config: ClusterConfig) -> dict[str, Any]:
+def node_pool_spec(name: str, partition: NodeGroup, config: ClusterConfig, kind: NodeKind | None = None
+                   ) -> dict[str, Any]:
     instance = partition_instance(partition)
+    kind = kind or partition_kind(name, partition)
     types = [catalog.lookup(t) for t in partition.instance_types]
     requirements: list[dict[str, Any]] = [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(partition.instance_types)},
@@ -64,7 +118,7 @@ def node_pool_spec(name: str, partition: Partition, config: ClusterConfig) -> di
         {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
     ]
     if partition.efa:
-        # EFA traffic stays inside one zone: every node of the partition lands in it.
+        # EFA traffic stays inside one zone: every node of the partition or pool lands in it.
         requirements.append({"key": "topology.kubernetes.io/zone", "operator": "In",
                              "values": [config.network.efa_availability_zone]})
     limits = {"cpu": str(partition.max_nodes * max(t.vcpu for t in types)),
@@ -74,11 +128,11 @@ def node_pool_spec(name: str, partition: Partition, config: ClusterConfig) -> di
         limits[device] = str(partition.max_nodes * instance.accelerators)
     return {
         "template": {
-            "metadata": {"labels": node_labels(name, instance)},
+            "metadata": {"labels": kind.labels},
             "spec": {
                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name},
                 "requirements": requirements,
-                "taints": node_taints(instance),
+                "taints": kind.taints,
                 # Nodes live until they are empty; a multi-day job is never cut short by node age.
                 "expireAfter": "Never",
             },
@@ -105,22 +159,27 @@ def drift_blocked_outside(window: MaintenanceWindow) -> dict[str, Any]:
 @dataclass(frozen=True)
 class PartitionNodesArgs:
     partition_name: str
-    partition: Partition
+    partition: NodeGroup
     config: ClusterConfig
     cluster_name: str
     node_role_name: pulumi.Input[str]
     provider: k8s.Provider
     depends_on: list[pulumi.Resource]
+    # A Kubernetes pool's labels and taints (pool_kind); None: a Slurm partition's.
+    kind: NodeKind | None = None
 
 
 class PartitionNodes(pulumi.ComponentResource):
-    """The nodes of one Slurm partition: a placement group for EFA, an EC2NodeClass and a NodePool."""
+    """The nodes of one Slurm partition or Kubernetes pool: a placement group for EFA, an EC2NodeClass and a
+    NodePool."""
 
     node_pool: k8s.apiextensions.CustomResource
 
-    def __init__(self, name: str, args: PartitionNodesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("slurm-eks:index:PartitionNodes", name, None, opts)
+    def __init__(self, name: str, args: PartitionNodesArgs, opts: pulumi.ResourceOptions | None = None,
+                 resource_type: str = "slurm-eks:index:PartitionNodes") -> None:
+        super().__init__(resource_type, name, None, opts)
         p, pname = args.partition, args.partition_name
+        kind = args.kind or partition_kind(pname, p)
         placement: pulumi.Output[str] | None = None
         # A cluster placement group shortens EFA paths; reserved capacity has its own placement.
         if p.efa and p.capacity_type != "reserved":
@@ -131,11 +190,20 @@ class PartitionNodes(pulumi.ComponentResource):
         node_class = k8s.apiextensions.CustomResource(
             f"{name}-nodeclass", api_version=KARPENTER_NODE_API, kind="EC2NodeClass",
             metadata={"name": pname},
-            spec=node_class_spec(pname, p, args.config, args.cluster_name, args.node_role_name, placement),
+            spec=node_class_spec(pname, p, args.config, args.cluster_name, args.node_role_name, placement, kind.tag),
             opts=k8s_opts)
         self.node_pool = k8s.apiextensions.CustomResource(
             f"{name}-nodepool", api_version=NODEPOOL_API, kind="NodePool", metadata={"name": pname},
-            spec=node_pool_spec(pname, p, args.config),
+            spec=node_pool_spec(pname, p, args.config, kind),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
                                         depends_on=[*args.depends_on, node_class]))
         self.register_outputs({"nodePool": pname})
+
+
+class PoolNodes(PartitionNodes):
+    """The nodes of one Kubernetes pool: the partitions' builder with the pool's labels and taints."""
+
+    def __init__(self, name: str, args: PartitionNodesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        kind = pool_kind(args.partition_name, args.partition)
+        super().__init__(name, replace(args, kind=kind), opts,
+                         resource_type="slurm-eks:index:PoolNodes")

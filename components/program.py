@@ -9,10 +9,11 @@ from components.autoscaling import Autoscaling, AutoscalingArgs
 from components.cluster import EksCluster, EksClusterArgs
 from components.config import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.efs import ModelStorage, ModelStorageArgs, efs_subnets
 from components.karpenter import Karpenter, KarpenterArgs
 from components.names import SLURM_NAMESPACE
 from components.network import Network, NetworkArgs
-from components.nodepools import PartitionNodes, PartitionNodesArgs
+from components.nodepools import PartitionNodes, PartitionNodesArgs, PoolNodes
 from components.problems import ConfigError
 from components.segmented_namespaces import Namespaces
 from components.slinky.cluster import SlurmCluster, SlurmClusterArgs
@@ -47,7 +48,11 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     for pname, partition in config.partitions.items():
         PartitionNodes(f"partition-{pname}", PartitionNodesArgs(
             pname, partition, config, name, karpenter.node_role.name, cluster.provider, [karpenter.crds]), opts)
-    DevicePlugins("device-plugins", DevicePluginsArgs(config.partitions, cluster.provider), opts)
+    for pname, pool in config.kubernetes_pools.items():  # accelerator nodes Slurm never uses
+        PoolNodes(f"pool-{pname}", PartitionNodesArgs(
+            pname, pool, config, name, karpenter.node_role.name, cluster.provider, [karpenter.crds]), opts)
+    DevicePlugins("device-plugins", DevicePluginsArgs(config.partitions, cluster.provider, config.kubernetes_pools),
+                  opts)
     vpc_cidr = config.network.vpc_cidr or aws.ec2.get_vpc_output(
         id=network.vpc_id, opts=pulumi.InvokeOutputOptions(provider=aws_provider)).cidr_block
     # Every namespace comes with its Pod Security labels and NetworkPolicies before anything runs in it.
@@ -65,6 +70,12 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     storage = SharedStorage("storage", SharedStorageArgs(
         config.storage.fsx, cluster, network.vpc_id, fsx_subnet(network, config.network), SLURM_NAMESPACE,
         slurm.namespace), opts)
+    outputs: dict[str, pulumi.Input[object]] = {}
+    if config.storage.efs is not None:  # the model claim login and compute pods mount read-only
+        models = ModelStorage("models", ModelStorageArgs(
+            config.storage.efs, cluster, network.vpc_id, efs_subnets(network, config.network), SLURM_NAMESPACE,
+            slurm.namespace), opts)
+        outputs["efsFileSystemId"] = models.file_system_id
     return {
         "slurmNamespace": SLURM_NAMESPACE,
         "slurmPartitions": list(slurm.nodesets),
@@ -75,4 +86,5 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
         "oidcProviderArn": cluster.oidc_provider_arn,
         "fsxFileSystemId": storage.file_system_id,
         "kubeconfig": pulumi.Output.secret(cluster.kubeconfig),
+        **outputs,
     }

@@ -14,7 +14,8 @@ from typing import Any
 
 from components import catalog
 from components.addon_versions import ADDON_VERSIONS
-from components.config import ClusterConfig, Partition
+from components.config import ClusterConfig
+from components.k8s_pools_config import NodeGroup
 from components.names import WORLD_CIDRS
 from components.problems import Problem, Severity
 from components.slinky.images import SERIES, SLINKY_REPOSITORIES, pinning_problem, release_series, slurm_image
@@ -59,8 +60,15 @@ def run_validators(config: ClusterConfig) -> list[Problem]:
     ]
 
 
-def _known_types(p: Partition) -> list[catalog.InstanceType]:
+def _known_types(p: NodeGroup) -> list[catalog.InstanceType]:
     return [catalog.CATALOG[t] for t in p.instance_types if t in catalog.CATALOG]
+
+
+def _node_groups(c: ClusterConfig) -> Iterator[tuple[str, NodeGroup]]:
+    """Every partition and Kubernetes pool with its config path: one builder makes their nodes, so the same
+    rules hold for both."""
+    yield from ((f"partitions.{name}", p) for name, p in c.partitions.items())
+    yield from ((f"kubernetesPools.{name}", p) for name, p in c.kubernetes_pools.items())
 
 
 def _kubernetes_minor(version: str) -> tuple[int, int] | None:
@@ -199,10 +207,11 @@ def availability_zones(c: ClusterConfig) -> Iterator[Finding]:
 @rule("efa-zone")
 def efa_zone(c: ClusterConfig) -> Iterator[Finding]:
     zone = c.network.efa_availability_zone
-    if c.efa_partitions and not zone:
-        names = ", ".join(c.efa_partitions)
+    efa = [where for where, p in _node_groups(c) if p.efa]
+    if efa and not zone:
+        names = ", ".join(efa)
         yield Finding("network.efaAvailabilityZone", None,
-                      f"partitions with efa: true ({names}) need one zone: EFA traffic does not cross zones",
+                      f"node groups with efa: true ({names}) need one zone: EFA traffic does not cross zones",
                       "set network.efaAvailabilityZone to the zone that holds your capacity")
     if zone and c.network.vpc_cidr and zone not in c.network.availability_zones:
         yield Finding("network.efaAvailabilityZone", zone, "not one of network.availabilityZones",
@@ -327,6 +336,43 @@ def fsx_export_deletes(c: ClusterConfig) -> Iterator[Finding]:
                           "export [NEW, CHANGED] only, and prune S3 with a lifecycle rule if it must shrink")
 
 
+@rule("efs-throughput")
+def efs_throughput(c: ClusterConfig) -> Iterator[Finding]:
+    """A provisioned rate goes with, and only with, throughputMode provisioned (EFS API CreateFileSystem:
+    ProvisionedThroughputInMibps is required for provisioned and refused otherwise)."""
+    efs = c.storage.efs
+    if efs is None:
+        return
+    rate = efs.provisioned_throughput_mibps
+    if efs.throughput_mode == "provisioned" and rate is None:
+        yield Finding("storage.efs.provisionedThroughputMibps", None,
+                      "throughputMode provisioned needs the rate to provision",
+                      "set provisionedThroughputMibps (MiB/s), or use throughputMode elastic")
+    elif efs.throughput_mode != "provisioned" and rate is not None:
+        yield Finding("storage.efs.provisionedThroughputMibps", rate,
+                      f"throughputMode {efs.throughput_mode} takes no provisioned rate",
+                      "remove provisionedThroughputMibps, or use throughputMode provisioned")
+
+
+@rule("efs-performance-mode", "warning")
+def efs_performance_mode(c: ClusterConfig) -> Iterator[Finding]:
+    # docs.aws.amazon.com/efs/latest/ug/performance.html: Max I/O has higher per-operation latencies; AWS
+    # recommends General Purpose always. The mode is fixed at creation.
+    if c.storage.efs is not None and c.storage.efs.performance_mode == "maxIO":
+        yield Finding("storage.efs.performanceMode", "maxIO",
+                      "Max I/O has higher per-operation latency than General Purpose, and cannot be changed later",
+                      "use performanceMode generalPurpose (the default), as AWS recommends")
+
+
+@rule("efs-gid-range")
+def efs_gid_range(c: ClusterConfig) -> Iterator[Finding]:
+    efs = c.storage.efs
+    if efs is not None and efs.gid_range_start >= efs.gid_range_end:
+        yield Finding("storage.efs.gidRangeEnd", efs.gid_range_end,
+                      f"the access point GID range is empty: it must end above gidRangeStart {efs.gid_range_start}",
+                      "set gidRangeEnd above gidRangeStart (the driver's defaults: 50000 to 60000)")
+
+
 # CloudWatch Logs PutRetentionPolicy: the retentionInDays values it accepts (CloudWatch Logs API Reference).
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
                       3288, 3653)
@@ -422,81 +468,82 @@ def partition_name(c: ClusterConfig) -> Iterator[Finding]:
 
 @rule("instance-type-known")
 def instance_type_known(c: ClusterConfig) -> Iterator[Finding]:
-    for name, p in c.partitions.items():
+    for where, p in _node_groups(c):
         for i, t in enumerate(p.instance_types):
             if t not in catalog.CATALOG:
                 near = catalog.nearest_instance_types(t)
                 hint = f"did you mean {' or '.join(near)}?" if near else ""
-                yield Finding(f"partitions.{name}.instanceTypes[{i}]", t,
+                yield Finding(f"{where}.instanceTypes[{i}]", t,
                               "not in the instance catalog (components/catalog.py)",
                               f"{hint} known: {', '.join(catalog.CATALOG)}".strip())
 
 
 @rule("partition-accelerators")
 def partition_accelerators(c: ClusterConfig) -> Iterator[Finding]:
-    for name, p in c.partitions.items():
+    for where, p in _node_groups(c):
         kinds = {(t.accelerator, t.accelerator_model, t.accelerators) for t in _known_types(p)}
         if len(kinds) > 1:
             seen = ", ".join(f"{t.name}={t.accelerators}x{t.accelerator_model}" for t in _known_types(p))
-            yield Finding(f"partitions.{name}.instanceTypes", p.instance_types,
-                          f"mixes accelerators ({seen}): a partition is one kind and count per node",
-                          "split these instance types into separate partitions")
+            yield Finding(f"{where}.instanceTypes", p.instance_types,
+                          f"mixes accelerators ({seen}): a partition or pool is one kind and count per node",
+                          "split these instance types into separate partitions (or pools)")
 
 
 @rule("efa-supported")
 def efa_supported(c: ClusterConfig) -> Iterator[Finding]:
-    for name, p in c.partitions.items():
+    for where, p in _node_groups(c):
         if p.efa:
             lacking = [t.name for t in _known_types(p) if not t.has_efa]
             if lacking:
-                yield Finding(f"partitions.{name}.efa", True, f"{', '.join(lacking)} has no EFA interface",
+                yield Finding(f"{where}.efa", True, f"{', '.join(lacking)} has no EFA interface",
                               "set efa: false, or use instance types with EFA (p4d, p5, trn1, ...)")
 
 
 @rule("efa-interface-count", "warning")
 def efa_interface_count(c: ClusterConfig) -> Iterator[Finding]:
-    for name, p in c.partitions.items():
+    for where, p in _node_groups(c):
         counts = sorted({t.efa_interfaces for t in _known_types(p)})
         if p.efa and len(counts) > 1:
-            yield Finding(f"partitions.{name}.instanceTypes", p.instance_types,
+            yield Finding(f"{where}.instanceTypes", p.instance_types,
                           f"EFA interface counts differ ({counts}); each node requests {counts[0]}",
                           "split the types into partitions to use every interface")
 
 
 @rule("efa-capacity-type", "warning")
 def efa_capacity_type(c: ClusterConfig) -> Iterator[Finding]:
-    for name, p in c.partitions.items():
+    for where, p in _node_groups(c):
         if p.efa and p.capacity_type == "spot":
-            yield Finding(f"partitions.{name}.capacityType", "spot",
+            yield Finding(f"{where}.capacityType", "spot",
                           "a multi-node EFA job loses every rank when one spot node is reclaimed",
                           "use on-demand or reserved for EFA partitions")
 
 
 @rule("node-counts")
 def node_counts(c: ClusterConfig) -> Iterator[Finding]:
-    for name, p in c.partitions.items():
+    for where, p in _node_groups(c):
         if p.min_nodes > p.max_nodes:
-            yield Finding(f"partitions.{name}.minNodes", p.min_nodes,
+            yield Finding(f"{where}.minNodes", p.min_nodes,
                           f"minNodes is larger than maxNodes ({p.max_nodes})",
                           "keep 0 <= minNodes <= maxNodes")
         if p.max_nodes == 0:
-            yield Finding(f"partitions.{name}.maxNodes", 0, "a partition that can never have a node",
-                          "set maxNodes >= 1, or remove the partition")
+            noun = "partition" if where.startswith("partitions.") else "pool"
+            yield Finding(f"{where}.maxNodes", 0, f"a {noun} that can never have a node",
+                          "set maxNodes >= 1, or remove it")
 
 
 @rule("capacity-reservations")
 def capacity_reservations(c: ClusterConfig) -> Iterator[Finding]:
-    for name, p in c.partitions.items():
+    for where, p in _node_groups(c):
         if p.capacity_type == "reserved" and not p.capacity_reservation_ids:
-            yield Finding(f"partitions.{name}.capacityReservationIds", [],
+            yield Finding(f"{where}.capacityReservationIds", [],
                           "capacityType reserved needs the capacity reservations to launch into",
                           "list them, e.g. capacityReservationIds: [cr-0123456789abcdef0]")
         for i, cr in enumerate(p.capacity_reservation_ids):
             if not re.fullmatch(r"cr-[0-9a-f]{8,17}", cr):
-                yield Finding(f"partitions.{name}.capacityReservationIds[{i}]", cr,
+                yield Finding(f"{where}.capacityReservationIds[{i}]", cr,
                               "not a capacity reservation ID", "use an ID such as cr-0123456789abcdef0")
         if p.capacity_reservation_ids and p.capacity_type != "reserved":
-            yield Finding(f"partitions.{name}.capacityType", p.capacity_type,
+            yield Finding(f"{where}.capacityType", p.capacity_type,
                           "capacity reservations are listed but capacityType is not reserved",
                           "set capacityType: reserved, or remove capacityReservationIds")
 
@@ -510,3 +557,28 @@ def default_partition(c: ClusterConfig) -> Iterator[Finding]:
     if not marked and len(c.partitions) > 1:
         yield Finding("partitions", list(c.partitions), "no partition has default: true",
                       "mark the partition that sbatch uses without -p as default: true")
+
+
+# --- Kubernetes pools (kubernetesPools) ------------------------------------------------------------------
+
+@rule("pool-name")
+def pool_name(c: ClusterConfig) -> Iterator[Finding]:
+    """A pool's NodePool, EC2NodeClass and placement group are named like a partition's: a shared name would
+    make one group's Karpenter objects overwrite the other's."""
+    for name in c.kubernetes_pools:
+        if not K8S_NAME.match(name) or len(name) > MAX_PARTITION_NAME:
+            yield Finding(f"kubernetesPools.{name}", name, "pool names become Kubernetes object and label values",
+                          f"use lowercase letters, digits and '-' (at most {MAX_PARTITION_NAME}), "
+                          "starting and ending with a letter or digit, e.g. ml-h100")
+        if name in c.partitions:
+            yield Finding(f"kubernetesPools.{name}", name, f"partition {name} has the same name: both would be "
+                          f"the NodePool and EC2NodeClass {name}", "rename the pool, e.g. k8s-" + name)
+
+
+@rule("pool-min-nodes")
+def pool_min_nodes(c: ClusterConfig) -> Iterator[Finding]:
+    for name, pool in c.kubernetes_pools.items():
+        if pool.min_nodes:
+            yield Finding(f"kubernetesPools.{name}.minNodes", pool.min_nodes,
+                          "Karpenter launches a pool's node only for a pending pod that needs it: no node is kept "
+                          "warm, so this would be silently ignored", "remove minNodes (0)")

@@ -16,6 +16,7 @@ NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
+EFS = "aws:efs/fileSystem:FileSystem"
 RDS = "aws:rds/instance:Instance"
 EKS_COMPONENT = "eks:index:Cluster"  # pulumi-eks: all that the offline plan sees of the cluster
 EKS_CLUSTER = "aws:eks/cluster:Cluster"  # its child, which `pulumi preview` also sees
@@ -78,6 +79,14 @@ def fsx_encrypted(type_: str, inputs: Mapping[str, Any]) -> list[str]:
     if inputs.get("deploymentType") != "SCRATCH_1":
         return []
     return ["deploymentType SCRATCH_1 does not encrypt data in transit between clients and the file system"]
+
+
+def efs_encrypted(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+    # EFS encrypts at rest only when created so (the Encrypted flag of CreateFileSystem cannot change later).
+    if enabled(inputs.get("encrypted")):
+        return []
+    return ["encrypted is not true: the file system stores its data unencrypted at rest, and only a new, "
+            "encrypted file system (and a copy of the data) can fix that"]
 
 
 def rds_encrypted(type_: str, inputs: Mapping[str, Any]) -> list[str]:
@@ -247,6 +256,13 @@ FSX_ENCRYPTED = ResourceRule(
     fix="use storage.fsx.deploymentType PERSISTENT_2 (or SCRATCH_2 for throwaway data)",
     types=frozenset({FSX}),
     check=fsx_encrypted,
+)
+EFS_ENCRYPTED = ResourceRule(
+    name="efs-encrypted",
+    description="EFS file systems are encrypted at rest.",
+    fix="set encrypted: true on the EFS file system (components/efs.py does; an existing one must be recreated)",
+    types=frozenset({EFS}),
+    check=efs_encrypted,
 )
 RDS_ENCRYPTED = ResourceRule(
     name="rds-encrypted",
@@ -510,7 +526,8 @@ NAMESPACE_POD_SECURITY = ListedExceptionsRule(
 )
 
 RESOURCE_RULES: tuple[ResourceRule, ...] = (
-    IMDSV2_REQUIRED, EBS_ENCRYPTED, FSX_ENCRYPTED, RDS_ENCRYPTED, RDS_NOT_PUBLIC, RDS_DELETION_PROTECTION,
+    IMDSV2_REQUIRED, EBS_ENCRYPTED, FSX_ENCRYPTED, EFS_ENCRYPTED, RDS_ENCRYPTED, RDS_NOT_PUBLIC,
+    RDS_DELETION_PROTECTION,
     NO_WORLD_SSH, EKS_API_NOT_WORLD, EKS_PRIVATE_ENDPOINT, EKS_SECRETS_ENCRYPTION, NODE_POOL_KEEPS_BUSY_NODES,
     IMAGES_PINNED, EKS_ADDON_PINNED, NODE_CLASS_AMI_PINNED,
     RDS_MANAGED_PASSWORD, RDS_REQUIRE_TLS, FSX_BACKUPS, DRA_KEEPS_S3_COPIES, S3_ENDPOINT_SCOPED,

@@ -13,6 +13,7 @@ from components import catalog
 from components.catalog import Resources
 from components.cluster import SYSTEM_NODE_SELECTOR
 from components.config import ClusterConfig, Partition
+from components.efs_config import model_volume
 from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT, SHARED_MOUNT, SHARED_PVC, SHARED_VOLUME_NAME
 from components.scheduling import (
     device_requests,
@@ -239,20 +240,22 @@ def loginset_spec(config: ClusterConfig, vpc_cidr: pulumi.Input[str], partitions
     login = config.slurm.login
     image = slurm_image(config.slurm, "login")
     pod = pod_identity(config, "login", image)
+    model_volumes, model_mounts = model_volume(config.storage.efs)  # read-only /models beside /shared
     spec: dict[str, Any] = {
         "controllerRef": {"name": CONTROLLER},
         "replicas": login.replicas,
         "sssdConfRef": SSSD.ref,
         "extraSshdConfig": identity.sshd_config(config.slurm.identity, root_keys=bool(login.root_ssh_keys)),
         "login": with_mounts({"image": image, "volumeMounts": [
-            SHARED_VOLUME_MOUNT,
+            SHARED_VOLUME_MOUNT, *model_mounts,
             {"name": "partitions", "mountPath": PARTITIONS_FILE, "subPath": "partitions.json", "readOnly": True}]},
             pod),
         # Volumes belong in the pod template: Slinky silently ignores them anywhere else. Login pods run where
         # people's shells cannot reach the controllers' credentials: the tainted login node group.
         "template": pod_template({
             "nodeSelector": LOGIN_NODE_SELECTOR, "tolerations": tolerations_for([LOGIN_TAINT]),
-            "volumes": [SHARED_VOLUME, {"name": "partitions", "configMap": {"name": partitions_config_map}}]}, pod),
+            "volumes": [SHARED_VOLUME, *model_volumes,
+                        {"name": "partitions", "configMap": {"name": partitions_config_map}}]}, pod),
         "service": login_service(config, vpc_cidr),
     }
     if login.root_ssh_keys:
@@ -273,20 +276,21 @@ def nodeset_spec(name: str, config: ClusterConfig) -> dict[str, Any]:
     devices = device_requests(instance, partition_efa_interfaces(partition))
     image = slurm_image(config.slurm, "slurmd")
     pod = pod_identity(config, "compute", image)
+    model_volumes, model_mounts = model_volume(config.storage.efs)
     spec: dict[str, Any] = {
         "controllerRef": {"name": CONTROLLER},
         "replicas": partition.min_nodes,
         "slurmd": with_mounts({
             "image": image,
             "resources": guaranteed(slurmd_resources(partition), devices),
-            "volumeMounts": [SHARED_VOLUME_MOUNT, SHM_VOLUME_MOUNT],
+            "volumeMounts": [SHARED_VOLUME_MOUNT, *model_mounts, SHM_VOLUME_MOUNT],
         }, pod),
         "logfile": logfile_sidecar(image),
         "partition": {"enabled": True, "config": slurm_conf.partition_conf(name, config)},
         "template": pod_template({
             "nodeSelector": node_labels(name, instance),
             "tolerations": tolerations_for(node_taints(instance)),
-            "volumes": [SHARED_VOLUME, SHM_VOLUME],
+            "volumes": [SHARED_VOLUME, *model_volumes, SHM_VOLUME],
         }, pod),
         # New templates reach pods as they are replaced (autoscaling recycles them), never under a job.
         "updateStrategy": {"type": "OnDelete"},

@@ -5,7 +5,8 @@ Written from the controllers' sources, independently of the components that writ
 wrong tag name there must show here). Sources:
 - Karpenter: aws/karpenter-provider-aws at v1.14.1 (commit bde00654c);
 - FSx for Lustre CSI driver: kubernetes-sigs/aws-fsx-csi-driver at 5b227125 (v1.9.0, chart 1.17.0);
-- EBS CSI driver: kubernetes-sigs/aws-ebs-csi-driver at v1.64.0.
+- EBS CSI driver: kubernetes-sigs/aws-ebs-csi-driver at v1.64.0;
+- EFS CSI driver: kubernetes-sigs/aws-efs-csi-driver at v3.4.1 (commit 3fcc6bdd, chart 4.4.1).
 """
 
 from __future__ import annotations
@@ -216,6 +217,31 @@ def ebs_csi_calls(facts: Facts) -> list[Call]:
     return calls
 
 
+def efs_csi_calls(facts: Facts) -> list[Call]:
+    """Dynamic provisioning of access points on the model file system (storage.efs)."""
+    # pkg/driver/controller.go buildAccessPointTags: DefaultTagKey with DefaultTagValue; no --tags flag here.
+    tags = {"efs.csi.aws.com/cluster": "true"}
+    access_point = facts.arn("elasticfilesystem", "access-point/fsap-0123456789abcdef0")
+    file_system = facts.arn("elasticfilesystem", "file-system/fs-0123456789abcdef0")
+    source = "pkg/cloud/cloud.go"
+    calls = [_call(facts, f"elasticfilesystem:{action}", file_system, f"{source} {fn}")
+             for action, fn in (("DescribeFileSystems", "DescribeFileSystem"),
+                                ("DescribeMountTargets", "DescribeMountTargets"),
+                                ("DescribeAccessPoints", "ListAccessPoints, FindAccessPointByClientToken"))]
+    calls.append(_call(facts, "elasticfilesystem:DescribeAccessPoints", access_point, f"{source} DescribeAccessPoint"))
+    # CreateAccessPoint with Tags also authorizes elasticfilesystem:TagResource (Service Authorization
+    # Reference, list_efs.html "API operations": CreateAccessPoint -> CreateAccessPoint, TagResource); the
+    # new access point carries the request's tags, which is what upstream's TagResource statement relies on.
+    created = {**request_tags(tags), **resource_tags("elasticfilesystem", tags)}
+    # IAM authorizes CreateAccessPoint on the file system it is made in (Service Authorization Reference).
+    calls += [_call(facts, "elasticfilesystem:CreateAccessPoint", file_system, f"{source} CreateAccessPoint",
+                    request_tags(tags)),
+              _call(facts, "elasticfilesystem:TagResource", access_point, f"{source} CreateAccessPoint", created),
+              _call(facts, "elasticfilesystem:DeleteAccessPoint", access_point, f"{source} DeleteAccessPoint",
+                    resource_tags("elasticfilesystem", tags))]
+    return calls
+
+
 CONTROLLERS = (
     Controller("Karpenter", "system:serviceaccount:kube-system:karpenter",
                "aws/karpenter-provider-aws website/content/en/v1.14/getting-started/getting-started-with-karpenter/"
@@ -224,4 +250,6 @@ CONTROLLERS = (
                "kubernetes-sigs/aws-fsx-csi-driver docs/install.md", fsx_csi_calls),
     Controller("the EBS CSI controller", "system:serviceaccount:kube-system:ebs-csi-controller-sa",
                "kubernetes-sigs/aws-ebs-csi-driver docs/AmazonEBSCSIDriverPolicyV2.json", ebs_csi_calls),
+    Controller("the EFS CSI controller", "system:serviceaccount:kube-system:efs-csi-controller-sa",
+               "kubernetes-sigs/aws-efs-csi-driver docs/iam-policy-example.json", efs_csi_calls),
 )

@@ -29,6 +29,7 @@ from scripts.offline.security_groups import (
 # rules (a wrong port there must show here). Lustre: docs.aws.amazon.com/fsx/latest/LustreGuide/
 # limit-access-security-groups.html.
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
+NFS_PORT = 2049  # EFS mount targets: docs.aws.amazon.com/efs/latest/ug/network-access.html
 # Admission webhooks on the system nodes, called by the control plane: cert-manager's (cert-manager
 # v1.21.1 deploy/charts/cert-manager/values.yaml webhook.securePort), Slinky's (slurm-operator v1.2.1
 # helm/slurm-operator/values.yaml webhook.serverPort), KEDA's (kedacore/charts v2.20.2 keda/values.yaml
@@ -76,6 +77,7 @@ class Topology:
     partitions: dict[str, Endpoint]
     database: Endpoint | None
     fsx: Endpoint | None
+    efs: Endpoint | None = None  # the model file system's mount targets (storage.efs)
 
     @property
     def nodes(self) -> list[Endpoint]:
@@ -105,6 +107,8 @@ def topology(plan: Plan) -> Topology:
                   for key, ids in sorted(plan.nodes.items()) if key.startswith("ec2nodeclass/")}
     rds = plan.of_type("aws:rds/instance:Instance")
     fsx = plan.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    efs_groups = sorted({g for r in plan.of_type("aws:efs/mountTarget:MountTarget")
+                         for g in r.inputs.get("securityGroups") or ()})
     return Topology(
         groups=groups,
         control_plane=Endpoint("the EKS control plane", tuple(plan.nodes.get(CONTROL_PLANE, ())), vpc_cidrs),
@@ -114,6 +118,8 @@ def topology(plan: Plan) -> Topology:
         database=Endpoint("slurmdbd's database (RDS)", tuple(rds[0].inputs.get("vpcSecurityGroupIds") or ()),
                           vpc_cidrs) if rds else None,
         fsx=Endpoint("FSx for Lustre", tuple(fsx[0].inputs.get("securityGroupIds") or ()), vpc_cidrs) if fsx else None,
+        efs=Endpoint("EFS mount targets", tuple(efs_groups), vpc_cidrs)
+        if plan.of_type("aws:efs/fileSystem:FileSystem") else None,
     )
 
 
@@ -128,13 +134,18 @@ def flows(t: Topology, config: ClusterConfig) -> Iterator[Flow]:
             yield Flow(node, system, protocol, (53, 53), "every pod resolves names with CoreDNS, on the system nodes")
     for webhook, port in WEBHOOK_PORTS.items():
         yield Flow(cp, system, "tcp", (port, port), f"the API server calls the {webhook} on the system nodes")
+    # One EC2NodeClass per partition and per Kubernetes pool (names never collide: validator pool-name). A pool
+    # needs what its workers need of each other (EFA, NCCL sockets) but none of Slurm's ports.
+    groups = {**config.partitions, **config.kubernetes_pools}
     for name, nodes in t.partitions.items():
-        if config.partitions[name].efa:
+        if groups[name].efa:
             why = ("EFA: the nodes' group must admit all traffic from itself and send all traffic to itself "
                    "(docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html, security group step)")
             yield Flow(nodes, nodes, "-1", (0, 65535), why, by_group_only=True)
         else:
             yield Flow(nodes, nodes, "tcp", (0, 65535), "NCCL's socket transport and Slurm step traffic between nodes")
+        if name not in config.partitions:
+            continue
         yield Flow(system, nodes, "tcp", (SLURMD_PORT, SLURMD_PORT), "slurmctld reaches slurmd")
         yield Flow(t.slurm_clients, nodes, "tcp", (SLURMD_PORT, SLURMD_PORT), "srun on the login pods reaches slurmd")
         yield Flow(nodes, system, "tcp", (SLURMCTLD_PORT, SLURMCTLD_PORT), "slurmd registers with slurmctld")
@@ -151,6 +162,9 @@ def flows(t: Topology, config: ClusterConfig) -> Iterator[Flow]:
                 yield Flow(client, t.fsx, "tcp", (low, high), "Lustre clients mount /shared")
                 yield Flow(t.fsx, client, "tcp", (low, high), "Lustre servers call their clients back")
             yield Flow(t.fsx, t.fsx, "tcp", (low, high), "the file servers talk to each other")
+    if t.efs is not None:
+        for client in t.nodes:  # the node's kernel mounts NFS for login and slurmd pods
+            yield Flow(client, t.efs, "tcp", (NFS_PORT, NFS_PORT), "NFS clients mount the model file system")
 
 
 def _admitted(rules: Iterable[Rule], peer: Endpoint, flow: Flow) -> bool:

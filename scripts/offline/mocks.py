@@ -39,6 +39,9 @@ _ID_PREFIX = {
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "sgr",
     "aws:fsx/lustreFileSystem:LustreFileSystem": "fs",
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "dra",
+    # EFS API reference, FileSystemDescription.FileSystemId `fs-[0-9a-f]{8,40}`, MountTargetId `fsmt-...`.
+    "aws:efs/fileSystem:FileSystem": "fs",
+    "aws:efs/mountTarget:MountTarget": "fsmt",
 }
 
 
@@ -202,6 +205,11 @@ class RealisticMocks(pulumi.runtime.Mocks):
         elif typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
             out.update(dnsName=f"{rid}.fsx.{self.region}.amazonaws.com", mountName=_digest(rid, n=8),
                        networkInterfaceIds=[f"eni-0{_digest(rid, 'eni')}"])
+        elif typ == "aws:efs/fileSystem:FileSystem":
+            # ARN: service authorization reference, EFS resource type file-system; DNS name: EFS user guide
+            # mounting-fs-mount-cmd-dns-name.html (file-system-id.efs.aws-region.amazonaws.com).
+            out.update(arn=self._arn("elasticfilesystem", f"file-system/{rid}"),
+                       dnsName=f"{rid}.efs.{self.region}.amazonaws.com")
         elif typ == "aws:rds/instance:Instance":
             host = f"{inputs.get('identifier') or name}.c{_digest(name, n=12)}.{self.region}.rds.amazonaws.com"
             out.update(address=host, endpoint=f"{host}:3306", port=3306, resourceId=f"db-{_digest(name).upper()}")

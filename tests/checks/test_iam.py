@@ -55,7 +55,9 @@ def test_the_shipped_stacks_pass(stack: str) -> None:
     # the database-user Job's reads the one master secret (tests/plan/test_secrets.py).
     others = {"system:serviceaccount:kube-system:aws-node"} | (
         {"system:serviceaccount:slurm:slurm-db-user"} if stack == "prod" else set())
-    assert set(roles) == {c.service_account for c in CONTROLLERS} | others
+    # The EFS CSI controller exists only where storage.efs is on (prod).
+    controllers = {c.service_account for c in CONTROLLERS if stack == "prod" or c.name != "the EFS CSI controller"}
+    assert set(roles) == controllers | others
     facts = plan_facts(plan, roles["system:serviceaccount:kube-system:karpenter"].provider_arn)
     assert facts.partition == "aws" and facts.account == "123456789012" and facts.region == "us-west-2"
     assert facts.node_classes and facts.interruption_queue and facts.cluster
@@ -126,6 +128,33 @@ def test_the_fsx_csi_controller_is_held_to_its_region() -> None:
     assert "the FSx CSI controller (system:serviceaccount:kube-system:fsx-csi-controller-sa) is denied " \
            "fsx:DescribeFileSystems on *" in finding.message
     assert "aws:RequestedRegion ['us-east-1']: the request has 'us-west-2'" in finding.message
+
+
+def test_efs_access_points_must_carry_the_tag_the_driver_sets() -> None:
+    def wrong_tag(document: Document) -> Document:
+        statement(document, "CreateTaggedAccessPoints")["Condition"]["StringLike"] = {
+            "aws:RequestTag/efs.csi.aws.com/cluster": "ml-training-prod"}
+        return document
+
+    (finding,) = check(with_policy("models-efs-csi-controller", wrong_tag))
+    assert finding.resource == "models-efs-csi-controller (aws:iam/role:Role)"
+    assert "the EFS CSI controller (system:serviceaccount:kube-system:efs-csi-controller-sa) is denied " \
+           "elasticfilesystem:CreateAccessPoint on arn:aws:elasticfilesystem:us-west-2:123456789012:file-system/" \
+           in finding.message
+    assert "the request has 'true'" in finding.message
+
+
+def test_the_efs_csi_controller_needs_each_statement_of_its_policy() -> None:
+    def no_tagging(document: Document) -> Document:
+        statement(document, "TagTaggedAccessPoints")["Action"] = "elasticfilesystem:UntagResource"
+        return document
+
+    (finding,) = check(with_policy("models-efs-csi-controller", no_tagging))
+    assert denied_action(finding) == "elasticfilesystem:TagResource"
+    findings = check(with_policy("models-efs-csi-controller", lambda document: None))
+    assert {denied_action(f) for f in findings} == {
+        f"elasticfilesystem:{a}" for a in ("DescribeFileSystems", "DescribeMountTargets", "DescribeAccessPoints",
+                                           "CreateAccessPoint", "TagResource", "DeleteAccessPoint")}
 
 
 def test_the_ebs_csi_controller_needs_its_inline_policy() -> None:

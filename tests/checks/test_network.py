@@ -59,7 +59,7 @@ def test_every_node_carries_the_group_eks_creates() -> None:
         "control-plane": [eks_group], "managed-node-group/eks-system": [eks_group],
         "managed-node-group/eks-login": [eks_group],
         "ec2nodeclass/gpu-a100": [eks_group], "ec2nodeclass/gpu-h100": [eks_group],
-        "ec2nodeclass/trainium": [eks_group]}
+        "ec2nodeclass/trainium": [eks_group], "ec2nodeclass/ml-h100": [eks_group]}
 
 
 def test_the_login_nodes_are_their_own_endpoint_for_srun_and_step_io() -> None:
@@ -104,7 +104,7 @@ def test_efa_needs_all_traffic_to_and_from_the_group_itself() -> None:
     found = network.check(broken("prod", drop_self_egress), config("prod"))
     # The 0.0.0.0/0 egress still carries TCP and UDP, but EFA's traffic is matched by group only.
     assert labels(found) == {f"Karpenter nodes of {p} -> Karpenter nodes of {p} (all traffic)"
-                             for p in ("gpu-a100", "gpu-h100", "trainium")}
+                             for p in ("gpu-a100", "gpu-h100", "trainium", "ml-h100")}
     assert "no egress rule" in found[0].message
 
 
@@ -247,7 +247,8 @@ def test_an_in_vpc_deployer_gets_443_on_the_cluster_group_and_passes(tmp_path: P
 def _table(stack: str, node_name: str) -> list[tuple[str, str, str, tuple[int, int], bool]]:
     t = network.topology(shipped_plan(stack))
     return [(f.who.name, f.whom.name, f.protocol, f.ports, f.by_group_only) for f in network.flows(t, config(stack))
-            if node_name in (f.who.name, f.whom.name) and "FSx" not in f.who.name + f.whom.name]
+            if node_name in (f.who.name, f.whom.name)
+            and not any(storage in f.who.name + f.whom.name for storage in ("FSx", "EFS"))]
 
 
 def test_flow_table_names_the_documented_ports_of_efa_partitions_and_webhooks() -> None:

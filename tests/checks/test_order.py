@@ -79,7 +79,8 @@ def test_custom_resources_wait_for_the_chart_that_serves_their_kind() -> None:
                 r.dependencies = [d for d in r.dependencies if "karpenter-crd" not in d]
 
     found = {f.resource for f in order.check(broken("prod", partitions_without_crds)) if "karpenter-crd" in f.message}
-    assert found == {f"partition-{p}-{kind} (kubernetes:{group})" for p in ("gpu-a100", "gpu-h100", "trainium")
+    assert found == {f"{p}-{kind} (kubernetes:{group})"
+                     for p in ("partition-gpu-a100", "partition-gpu-h100", "partition-trainium", "pool-ml-h100")
                      for kind, group in (("nodepool", "karpenter.sh/v1:NodePool"),
                                          ("nodeclass", "karpenter.k8s.aws/v1:EC2NodeClass"))}
 

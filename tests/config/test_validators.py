@@ -75,6 +75,16 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
         ("prod", set_at("network.flowLogRetentionDays", 100), "network.flowLogRetentionDays",
          "CloudWatch Logs does not accept"),
     ],
+    "efs-throughput": [
+        ("prod", set_at("storage.efs.throughputMode", "provisioned"), "storage.efs.provisionedThroughputMibps",
+         "needs the rate"),
+        ("prod", set_at("storage.efs.provisionedThroughputMibps", 256), "storage.efs.provisionedThroughputMibps",
+         "takes no provisioned rate"),
+    ],
+    "efs-performance-mode": [("prod", set_at("storage.efs.performanceMode", "maxIO"), "storage.efs.performanceMode",
+                              "higher per-operation latency")],
+    "efs-gid-range": [("prod", set_at("storage.efs.gidRangeEnd", 50000), "storage.efs.gidRangeEnd",
+                       "range is empty")],
     "fsx-repositories": [
         ("dev", set_at("storage.fsx.repositories", [{"path": "/data", "s3": "s3://b/p", "import": ["NEW"]}]),
          "storage.fsx.repositories", "PERSISTENT_2"),
@@ -148,6 +158,34 @@ CASES["efa-supported"][0] = ("dev", both(set_at("partitions.gpu.instanceTypes", 
                                           set_at("network.efaAvailabilityZone", "us-west-2a")),
                              "partitions.gpu.efa", "has no EFA interface")
 
+
+# Kubernetes pools: their own rules, and the partitions' node rules reported at the pool's path.
+POOL = "kubernetesPools.ml-h100"
+CASES["pool-name"] = [
+    ("prod", lambda c: c["kubernetesPools"].update({"gpu-a100": c["kubernetesPools"].pop("ml-h100")}),
+     "kubernetesPools.gpu-a100", "partition gpu-a100 has the same name"),
+    ("prod", lambda c: c["kubernetesPools"].update(ML_Pool=c["kubernetesPools"].pop("ml-h100")),
+     "kubernetesPools.ML_Pool", "Kubernetes object and label values"),
+]
+CASES["pool-min-nodes"] = [("prod", set_at(f"{POOL}.minNodes", 1), f"{POOL}.minNodes", "would be silently ignored")]
+CASES["instance-type-known"].append(("prod", set_at(f"{POOL}.instanceTypes", ["p5.48xlarg"]),
+                                     f"{POOL}.instanceTypes[0]", "not in the instance catalog"))
+CASES["partition-accelerators"].append(("prod", set_at(f"{POOL}.instanceTypes", ["p5.48xlarge", "trn1.32xlarge"]),
+                                        f"{POOL}.instanceTypes", "mixes accelerators"))
+CASES["efa-supported"].append(("prod", set_at(f"{POOL}.instanceTypes", ["g5.xlarge"]), f"{POOL}.efa",
+                               "has no EFA interface"))
+CASES["efa-interface-count"].append(("prod", set_at(f"{POOL}.instanceTypes", ["p5e.48xlarge", "p5en.48xlarge"]),
+                                     f"{POOL}.instanceTypes", "EFA interface counts differ"))
+CASES["efa-capacity-type"].append(("prod", set_at(f"{POOL}.capacityType", "spot"), f"{POOL}.capacityType",
+                                   "spot node is reclaimed"))
+CASES["node-counts"].append(("prod", set_at(f"{POOL}.maxNodes", 0), f"{POOL}.maxNodes", "never have a node"))
+CASES["capacity-reservations"].append(("prod", set_at(f"{POOL}.capacityType", "reserved"),
+                                       f"{POOL}.capacityReservationIds", "needs the capacity reservations"))
+# An EFA pool needs the EFA zone even where no partition has efa.
+CASES["efa-zone"].append(("prod", both(drop_at("network.efaAvailabilityZone"),
+                                       *(set_at(f"partitions.{p}.efa", False) for p in ("gpu-h100", "gpu-a100",
+                                                                                         "trainium"))),
+                          "network.efaAvailabilityZone", "kubernetesPools.ml-h100"))
 
 CASES.update(TEAM_CASES)
 

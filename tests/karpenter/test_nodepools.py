@@ -31,7 +31,8 @@ def karpenter_schemas(crd_registry: SchemaRegistry) -> SchemaRegistry:
 def test_every_nodepool_and_nodeclass_validates(stack: str, karpenter_schemas: SchemaRegistry) -> None:
     plan = shipped_plan(stack)
     docs = [m for m in plan.manifests() if m["kind"] in ("NodePool", "EC2NodeClass")]
-    assert len(docs) == 2 * len(raw_config(stack)["partitions"])
+    raw = raw_config(stack)
+    assert len(docs) == 2 * (len(raw["partitions"]) + len(raw.get("kubernetesPools", {})))
     for doc in docs:
         assert validate_manifest(doc, karpenter_schemas) == [], doc["metadata"]["name"]
 

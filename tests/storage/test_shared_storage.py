@@ -119,7 +119,7 @@ def test_volume_and_claim_point_at_the_file_system_and_bind_to_each_other(stack:
     fs = one(plan, LUSTRE)
     cloud = _computed(plan, fs)
     assert cloud["id"] == plan.outputs["fsxFileSystemId"]
-    pv, pvc = one(plan, PV).inputs, one(plan, PVC).inputs
+    pv, pvc = one(plan, PV).inputs, one(plan, PVC, "storage-pvc").inputs  # not the EFS model claim
     spec = pv["spec"]
     assert spec["csi"] == {"driver": "fsx.csi.aws.com", "volumeHandle": cloud["id"],
                            "volumeAttributes": {"dnsname": cloud["dnsName"], "mountname": cloud["mountName"]}}
@@ -136,8 +136,8 @@ def test_volume_and_claim_point_at_the_file_system_and_bind_to_each_other(stack:
 def test_volume_and_claim_validate_strictly(stack: str, crd_registry: SchemaRegistry) -> None:
     registry = crd_registry
     plan = shipped_plan(stack)
-    for kind in (PV, PVC):
-        doc = one(plan, kind).inputs
+    for kind, name in ((PV, None), (PVC, "storage-pvc")):
+        doc = one(plan, kind, name).inputs
         assert validate_manifest(doc, registry) == [], kind
     # The validator does reject a malformed volume (so the check above can fail).
     broken = json.loads(json.dumps(one(plan, PV).inputs))

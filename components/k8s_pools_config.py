@@ -1,0 +1,35 @@
+"""Accelerator nodes for Kubernetes workloads (`kubernetesPools.<name>`): Ray workers, MPIJob workers,
+notebooks and Volcano jobs. Slurm never sees these nodes: they carry their own label and taint
+(components/nodepools.py POOL_LABEL), not a partition's.
+
+`NodeGroup` holds what a Karpenter EC2NodeClass + NodePool is built from; a Slurm partition
+(components/config.py Partition) is a NodeGroup plus its Slurm settings, so both share one set of fields,
+one builder and one set of rules (components/validators.py). This module imports only config_base, so
+config.py can hang the pools into ClusterConfig without an import cycle.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from components.config_base import Duration, Model
+
+
+class NodeGroup(Model):
+    """The nodes Karpenter launches for one partition or pool."""
+
+    instance_types: list[str] = Field(min_length=1)
+    min_nodes: int = Field(0, ge=0)
+    max_nodes: int = Field(ge=0)
+    efa: bool = False
+    capacity_type: Literal["on-demand", "spot", "reserved"] = "on-demand"
+    capacity_reservation_ids: list[str] = Field(default_factory=list)
+    # How long a node may sit empty before it is given back to EC2 (NodePool disruption.consolidateAfter).
+    idle_timeout: Duration = "10m"
+
+
+class KubernetesPool(NodeGroup):
+    """GPU or Trainium nodes only Kubernetes workloads that select and tolerate the pool run on. `minNodes`
+    must stay 0 (validator `pool-min-nodes`): Karpenter launches a node only for a pending pod that needs it."""
