@@ -21,6 +21,7 @@ import pulumi
 from components.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
 from components.config import ClusterConfig
 from components.names import SLURM_NAMESPACE
+from components.namespaces import NAME_LABEL as NAMESPACE_LABEL
 from components.slinky.charts import (
     CERT_MANAGER,
     KEDA,
@@ -33,7 +34,6 @@ Peer = dict[str, Any]
 Rule = dict[str, Any]
 
 NAME_LABEL = "app.kubernetes.io/name"
-NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # set on every Namespace by the API server
 KUBE_SYSTEM = "kube-system"
 # CoreDNS, the EKS add-on: the `k8s-app: kube-dns` label of upstream's manifest
 # (kubernetes.io/docs/tasks/administer-cluster/dns-debugging-resolution/, "kubectl get pods -l k8s-app=kube-dns").

@@ -27,6 +27,7 @@ from components.accounting_db import IN_CLUSTER_NAME
 from components.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
 from components.config import ClusterConfig
 from components.names import SLURM_NAMESPACE
+from components.namespaces import NAME_LABEL as NAMESPACE_LABEL
 from components.slinky.charts import CERT_MANAGER, KEDA, KUBE_PROMETHEUS_STACK, MARIADB_OPERATOR, SLURM_OPERATOR
 from components.slinky.specs import CONTROLLER
 from scripts.checks.findings import Finding
@@ -34,7 +35,6 @@ from scripts.offline.plan_model import Plan, parse_json_text
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 NAMESPACE = "kubernetes:core/v1:Namespace"
-NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # every Namespace carries it (set by the API server)
 ALL_PORTS = (1, 65535)
 EPHEMERAL = (1024, 65535)  # SrunPortRange unset (Slurm 25.11 default): srun listens on any port the kernel gives
 Labels = Mapping[str, str]

@@ -19,6 +19,7 @@ from typing import Any
 
 from components.namespaces import NAME_LABEL, PREFIX
 from components.slinky import host_access
+from policy.model import dig
 from scripts.checks.admission_policy import Request, rejections
 from scripts.checks.findings import Finding, resource_label
 from scripts.checks.pod_security_standards import LEVELS, evaluate
@@ -47,12 +48,6 @@ class PodTemplate:
     creator: str  # the user the API server sees creating the pods
 
 
-def _dig(value: Any, path: tuple[str, ...]) -> Any:
-    for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None
-    return value
-
-
 def _slinky_pod(kind: str, doc: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], str]:
     spec = doc.get("spec") or {}
     template = spec.get("template") or {}
@@ -76,11 +71,11 @@ def pod_templates(plan: Plan) -> Iterator[PodTemplate]:
         if not r.is_manifest:
             continue
         doc = known(r.inputs)
-        kind, namespace = doc.get("kind"), _dig(doc, ("metadata", "namespace")) or "default"
+        kind, namespace = doc.get("kind"), dig(doc, "metadata", "namespace") or "default"
         if kind == "Pod":
             yield PodTemplate(r.urn, namespace, doc.get("metadata") or {}, doc.get("spec") or {}, CONTROLLER_MANAGER)
         elif kind in TEMPLATE_PATHS:
-            template = _dig(doc, TEMPLATE_PATHS[kind]) or {}
+            template = dig(doc, *TEMPLATE_PATHS[kind]) or {}
             yield PodTemplate(r.urn, namespace, template.get("metadata") or {}, template.get("spec") or {},
                               CONTROLLER_MANAGER)
         elif doc.get("apiVersion") == SLINKY_API_VERSION and kind in SLINKY_CONTAINERS:
