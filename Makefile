@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 STACK ?= dev
 # `make plan` needs only the runtime; `make test` adds the extras (dev: tests, linters, manifest
 # validators; jobs: torch). Each stamp is remade when pyproject.toml changes; either target can come first.
+# No pip cache: the torch-xla venv alone downloads about 3 GB of wheels that a cache would keep twice on disk,
+# and CI's disk has run out there.
+PIP_FLAGS := --quiet --no-cache-dir
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
@@ -28,14 +31,14 @@ system-packages:
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install $(PIP_FLAGS) --upgrade pip
 
 $(RUNTIME): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install $(PIP_FLAGS) -e .
 	touch $@
 
 $(EXTRAS): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev,jobs]'
+	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev,jobs]'
 	touch $@ $(RUNTIME)
 
 setup: $(RUNTIME)
@@ -45,11 +48,14 @@ setup-extras: $(EXTRAS)
 plan: setup
 	$(BIN)/slurm-eks plan --stack $(STACK)
 
-# torch-xla on the CPU for the Trainium path's tests; its torch differs from ours, so its own venv.
+# torch-xla on the CPU for the Trainium path's tests; its torch differs from ours, so its own venv. PyPI's torch
+# 2.9.1 is the CUDA build, whose NVIDIA libraries (4.3 GB) its import loads; triton (0.6 GB), the GPU kernel
+# compiler, is never loaded on the CPU, so it goes.
 XLA_VENV := .venv-xla
 $(XLA_VENV)/.installed: jobs/requirements-xla.txt
 	$(PYTHON) -m venv $(XLA_VENV)
-	$(XLA_VENV)/bin/pip install --quiet -r jobs/requirements-xla.txt
+	$(XLA_VENV)/bin/pip install $(PIP_FLAGS) -r jobs/requirements-xla.txt
+	$(XLA_VENV)/bin/pip uninstall $(PIP_FLAGS) -y triton
 	touch $@
 
 xla-venv: $(XLA_VENV)/.installed
