@@ -11,8 +11,10 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from components.addons_config import Addons
 from components.config_base import Cidr, FsxEvent, Model, SlurmTime
 from components.efs_config import Efs
+from components.gitops_config import GitOps
 from components.k8s_pools_config import KubernetesPool, NodeGroup
 from components.teams import Account, Identity, Priority, Qos, SlurmName
 
@@ -210,6 +212,8 @@ class ClusterConfig(Model):
     slurm: Slurm = Field(default_factory=Slurm)
     partitions: dict[str, Partition] = Field(min_length=1)
     kubernetes_pools: dict[str, KubernetesPool] = Field(default_factory=dict)  # nodes Slurm never uses
+    addons: Addons = Field(default_factory=Addons)  # the Kubernetes-native side (components/addons_config.py)
+    gitops: GitOps | None = None  # Argo CD applies the Kubernetes side (components/gitops_config.py)
 
     def name_for(self, stack: str) -> str:
         return self.cluster_name or f"slurm-eks-{stack}"

@@ -1,0 +1,15 @@
+"""`addons`: the Kubernetes-native side beside Slurm, each part opt-in (unset: not installed). They run on
+`kubernetesPools`, never on the partitions' nodes. Without Pulumi, so the config can import it."""
+
+from __future__ import annotations
+
+from components.config_base import Model
+from components.jupyterhub_config import JupyterHub
+from components.k8s_operators_config import KubeRay, MpiOperator, Volcano
+
+
+class Addons(Model):
+    jupyterhub: JupyterHub | None = None
+    kuberay: KubeRay | None = None
+    mpi_operator: MpiOperator | None = None
+    volcano: Volcano | None = None
