@@ -13,3 +13,8 @@ class Addons(Model):
     kuberay: KubeRay | None = None
     mpi_operator: MpiOperator | None = None
     volcano: Volcano | None = None
+
+    @property
+    def batch_operators(self) -> bool:
+        """Whether any Kubernetes batch operator is on (then jobs get the `ml` namespace)."""
+        return any(a is not None for a in (self.kuberay, self.mpi_operator, self.volcano))

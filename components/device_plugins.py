@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 
 from components import config as cfg
 from components.catalog import AcceleratorKind, lookup
+from components.handover import helm_release
 from components.k8s_pools_config import KubernetesPool
 from components.nodepools import POOL_LABEL, pool_taints
 from components.scheduling import (
@@ -127,7 +128,7 @@ class DevicePlugins(pulumi.ComponentResource):
         super().__init__("slurm-eks:index:DevicePlugins", name, None, opts)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
         self.releases = {
-            chart.release: k8s.helm.v3.Release(
+            chart.release: helm_release(  # Argo CD's in gitops mode (components/handover.py)
                 f"{name}-{chart.release}", name=chart.release, chart=chart.chart, version=chart.version,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo) if chart.repo else None,
                 namespace=NAMESPACE, values=values, opts=k8s_opts)

@@ -1,5 +1,6 @@
-"""Model storage: an EFS file system in every private subnet, the EFS CSI driver, an `efs-ap` StorageClass
-and one RWX claim in the Slurm namespace that login and compute pods mount read-only (storage.efs).
+"""Model storage: an EFS file system in every private subnet, the EFS CSI driver, the models' access point with a
+read-only RWX claim on it in the Slurm namespace (and in any namespace that asks: `claim_in`) that login and
+compute pods mount, and an `efs-ap` StorageClass for claims of people's own (storage.efs).
 
 Like FSx, the file system is data that must outlive the stack: encrypted at rest, `protect`ed and
 `retain_on_delete` (a `pulumi destroy` stops at it; removing it from the program leaves it in AWS). Only the
@@ -19,8 +20,10 @@ import pulumi_kubernetes as k8s
 
 from components import config as cfg
 from components.cluster import SYSTEM_NODE_SELECTOR, EksCluster
-from components.efs_config import MODEL_PVC, STORAGE_CLASS, Efs
+from components.efs_config import MODEL_DIRECTORY, MODEL_PVC, STORAGE_CLASS, Efs
+from components.handover import helm_release
 from components.iam import Scope, aws_scope
+from components.names import SLURM_NAMESPACE, claim_volume_name
 from components.network import Network
 
 NFS_PORT = 2049  # docs.aws.amazon.com/efs/latest/ug/network-access.html: mount targets admit NFS on TCP 2049
@@ -43,7 +46,7 @@ class ModelStorageArgs:
     cluster: EksCluster
     vpc_id: pulumi.Input[str]
     subnet_ids: Sequence[pulumi.Input[str]]  # one mount target in each private subnet (one per zone)
-    namespace: pulumi.Input[str]  # where the claim goes (the Slurm namespace)
+    namespace: str  # where the first claim goes (the Slurm namespace); claim_in() adds others
     depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
 
 
@@ -117,18 +120,36 @@ class ModelStorage(pulumi.ComponentResource):
                                        security_groups=[sg.id], opts=child)
                    for i, subnet in enumerate(args.subnet_ids)]
         driver = self._csi_driver(name, args.cluster)
-        self._claim(name, args, fs, [driver, *targets])
+        self._storage_class(name, args, fs, [driver, *targets])
+        self._access_point = self._models_access_point(name, args, fs)
+        self._name, self._efs, self._provider = name, efs, args.cluster.provider
+        self._ready = [driver, *targets]
         self.file_system_id = fs.id
         self.security_group_id = sg.id
         self.claim_name = MODEL_PVC
+        self.claim_in(args.namespace, args.depends_on)
         self.register_outputs({"fileSystemId": fs.id, "securityGroupId": sg.id, "claimName": MODEL_PVC})
+
+    def _models_access_point(self, name: str, args: ModelStorageArgs,
+                             fs: aws.efs.FileSystem) -> aws.efs.AccessPoint:
+        """The models' directory, created on first use owned by `modelOwnerId` with `directoryPerms`; every
+        request through it acts as that user (EFS API CreateAccessPoint: PosixUser, RootDirectory.CreationInfo),
+        so readers need no matching UID and nothing else reaches the directory through it."""
+        owner = args.efs.model_owner_id
+        return aws.efs.AccessPoint(
+            f"{name}-models", file_system_id=fs.id,
+            posix_user=aws.efs.AccessPointPosixUserArgs(uid=owner, gid=owner),
+            root_directory=aws.efs.AccessPointRootDirectoryArgs(
+                path=MODEL_DIRECTORY, creation_info=aws.efs.AccessPointRootDirectoryCreationInfoArgs(
+                    owner_uid=owner, owner_gid=owner, permissions=args.efs.directory_perms)),
+            tags={"Name": f"{args.cluster.name}-models"}, opts=pulumi.ResourceOptions(parent=self))
 
     def _csi_driver(self, name: str, cluster: EksCluster) -> k8s.helm.v3.Release:
         child = pulumi.ResourceOptions(parent=self)
         role = cluster.irsa_role(f"{name}-efs-csi-controller", CSI_NAMESPACE, CSI_CONTROLLER_SA, child)
         policy = aws_scope(aws.get_region_output().region).apply(lambda s: json.dumps(csi_controller_policy(s)))
         aws.iam.RolePolicy(f"{name}-efs-csi-controller", role=role.id, policy=policy, opts=child)
-        return k8s.helm.v3.Release(
+        return helm_release(  # Argo CD's in gitops mode (components/handover.py)
             f"{name}-efs-csi-driver", name=CSI_CHART, chart=CSI_CHART, version=CSI_CHART_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CSI_CHART_REPO), namespace=CSI_NAMESPACE,
             # The node plugin keeps its chart default (tolerations: operator Exists), so it runs on the
@@ -138,19 +159,38 @@ class ModelStorage(pulumi.ComponentResource):
                                                       "annotations": {"eks.amazonaws.com/role-arn": role.arn}}}},
             opts=pulumi.ResourceOptions(parent=self, provider=cluster.provider))
 
-    def _claim(self, name: str, args: ModelStorageArgs, fs: aws.efs.FileSystem,
-               ready: Sequence[pulumi.Resource]) -> None:
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.cluster.provider)
-        sc = k8s.storage.v1.StorageClass(
+    def _storage_class(self, name: str, args: ModelStorageArgs, fs: aws.efs.FileSystem,
+                       ready: Sequence[pulumi.Resource]) -> None:
+        """`efs-ap`, for claims of people's own: each gets an access point and directory under `basePath`."""
+        k8s.storage.v1.StorageClass(
             f"{name}-efs-ap", metadata={"name": STORAGE_CLASS}, provisioner=CSI_DRIVER,
             parameters=storage_class_parameters(args.efs, fs.id),
-            # Deleting a claim keeps its access point and data: models are retained like the file system.
+            # Deleting a claim keeps its access point and data, as the file system is kept.
             reclaim_policy="Retain", volume_binding_mode="Immediate",
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=list(ready))))
-        k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-models",
-            metadata={"name": MODEL_PVC, "namespace": args.namespace},
-            spec={"accessModes": ["ReadWriteMany"], "storageClassName": STORAGE_CLASS,
-                  "resources": {"requests": {"storage": args.efs.claim_size}}},
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(
-                depends_on=[sc, *args.depends_on])))
+            opts=pulumi.ResourceOptions(parent=self, provider=args.cluster.provider, depends_on=list(ready)))
+
+    def claim_in(self, namespace: str, depends_on: Sequence[pulumi.Resource]) -> list[pulumi.Resource]:
+        """The read-only `efs-models` claim in `namespace` (after `depends_on`, e.g. the namespace), on a
+        static volume of the models' access point: the same weights in every namespace. Access point volumes
+        take the handle `efs:<fs>::<fsap>` and get TLS (examples/kubernetes/efs/access_points/README.md at
+        v3.4.1); the node plugin stages nothing (pkg/driver/driver.go nodeCaps: volume stats only), so volumes
+        sharing a handle mount apart."""
+        suffix = "" if namespace == SLURM_NAMESPACE else f"-{namespace}"
+        volume_name = claim_volume_name(MODEL_PVC, namespace)
+        handle = pulumi.Output.format("efs:{0}::{1}", self.file_system_id, self._access_point.id)
+        pv = k8s.core.v1.PersistentVolume(
+            f"{self._name}-models-pv{suffix}",
+            metadata={"name": volume_name},
+            spec={"capacity": {"storage": self._efs.claim_size}, "volumeMode": "Filesystem",
+                  "accessModes": ["ReadWriteMany"], "persistentVolumeReclaimPolicy": "Retain",
+                  "storageClassName": "", "claimRef": {"namespace": namespace, "name": MODEL_PVC},
+                  # Read-only at the volume too: no pod of any namespace writes the shared weights through it.
+                  "csi": {"driver": CSI_DRIVER, "volumeHandle": handle, "readOnly": True}},
+            opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=list(self._ready)))
+        pvc = k8s.core.v1.PersistentVolumeClaim(
+            f"{self._name}-models{suffix}",
+            metadata={"name": MODEL_PVC, "namespace": namespace},
+            spec={"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": volume_name,
+                  "resources": {"requests": {"storage": self._efs.claim_size}}},
+            opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[pv, *depends_on]))
+        return [pv, pvc]

@@ -15,7 +15,10 @@ from pydantic import Field
 
 from components.config_base import Model
 
-MODEL_PVC = "efs-models"  # the RWX claim in the Slurm namespace
+MODEL_PVC = "efs-models"  # the RWX claim, in the Slurm namespace and every namespace that mounts the models
+# The models' directory on the file system: the root of the access point every model claim mounts (static
+# volumes: a dynamically provisioned claim would get a directory of its own, not the shared weights).
+MODEL_DIRECTORY = "/models"
 MODEL_VOLUME_NAME = "models"  # the pod volume of that claim
 STORAGE_CLASS = "efs-ap"
 # The driver's defaults when a class names no GID range (pkg/driver/controller.go at v3.4.1: DefaultGidMin
@@ -35,7 +38,10 @@ class Efs(Model):
     directory_perms: str = Field("700", pattern=r"^[0-7]{3}$")
     gid_range_start: int = Field(DEFAULT_GID_START, gt=0)
     gid_range_end: int = Field(DEFAULT_GID_END, gt=0)
-    base_path: str = Field("/models", pattern=r"^/[A-Za-z0-9._/-]*$")
+    base_path: str = Field("/claims", pattern=r"^/[A-Za-z0-9._/-]*$")
+    # The POSIX user and group every request through the models' access point acts as (owner of /models),
+    # outside the class's GID range so no dynamically provisioned directory shares it.
+    model_owner_id: int = Field(40000, gt=0)
 
     @property
     def claim_size(self) -> str:

@@ -15,6 +15,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.cluster import SYSTEM_NODE_SELECTOR, EksCluster
+from components.handover import helm_release
 from components.iam import Scope, aws_scope, node_role
 from components.network import DISCOVERY_TAG
 
@@ -61,10 +62,10 @@ class Karpenter(pulumi.ComponentResource):
         controller = self._controller_role(name, args, queue, child)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.cluster.provider)
         # CRDs from their own chart: Helm never upgrades a chart's crds/ directory, this chart it does.
-        self.crds = k8s.helm.v3.Release(
+        self.crds = helm_release(  # Argo CD's in gitops mode (components/handover.py)
             f"{name}-crd", name="karpenter-crd", chart=CRD_CHART, version=VERSION, namespace=NAMESPACE,
             opts=k8s_opts)
-        self.release = k8s.helm.v3.Release(
+        self.release = helm_release(  # Argo CD's in gitops mode (components/handover.py)
             name, name="karpenter", chart=CHART, version=VERSION, namespace=NAMESPACE, skip_crds=True,
             values={
                 "settings": {"clusterName": cluster_name, "interruptionQueue": queue.name},

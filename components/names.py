@@ -1,7 +1,10 @@
 """Names several components agree on."""
 
 SLURM_NAMESPACE = "slurm"
-SHARED_PVC = "fsx-shared"  # the RWX claim on FSx for Lustre, in SLURM_NAMESPACE
+# Where the Kubernetes-native jobs (RayCluster, MPIJob, Volcano Job from `slurm-eks k8s render`) run, on
+# `kubernetesPools`, with the same /shared and model claims as Slurm's pods (components/k8s_operators.py).
+ML_NAMESPACE = "ml"
+SHARED_PVC = "fsx-shared"  # the RWX claim on FSx for Lustre, in SLURM_NAMESPACE and every namespace mounting it
 SHARED_MOUNT = "/shared"  # where login and compute pods mount it
 SHARED_VOLUME_NAME = "shared"  # the pod volume of that claim
 # Source ranges that mean "the whole internet".
@@ -11,3 +14,9 @@ WORLD_CIDRS = frozenset({"0.0.0.0/0", "::/0"})
 NODE_ROLE_LABEL = "node.slurm-eks.io/role"
 LOGIN_NODE_SELECTOR = {NODE_ROLE_LABEL: "login"}
 LOGIN_TAINT = {"key": "node.slurm-eks.io/login", "value": "true", "effect": "NoSchedule"}
+
+
+def claim_volume_name(claim: str, namespace: str) -> str:
+    """The static PersistentVolume (cluster-wide) bound to `claim` in `namespace`: one per namespace, since a
+    volume binds one claim. The Slurm namespace's keeps the claim's own name."""
+    return claim if namespace == SLURM_NAMESPACE else f"{claim}-{namespace}"

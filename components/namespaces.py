@@ -19,7 +19,7 @@ from typing import Literal
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.names import SLURM_NAMESPACE
+from components.names import ML_NAMESPACE, SLURM_NAMESPACE
 
 Level = Literal["privileged", "baseline", "restricted"]
 PREFIX = "pod-security.kubernetes.io"
@@ -34,6 +34,11 @@ SLINKY = "slinky"
 KEDA = "keda"
 MONITORING = "monitoring"
 MARIADB_OPERATOR = "mariadb-operator"
+KUBERAY = "kuberay"
+MPI_OPERATOR = "mpi-operator"  # the upstream manifest's namespace (its --lock-namespace)
+VOLCANO = "volcano-system"  # the namespace upstream's README installs the chart into
+JUPYTERHUB = "jupyterhub"
+ARGOCD = "argocd"  # with `gitops:` only (components/gitops.py)
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,33 @@ POD_SECURITY: dict[str, PodSecurity] = {
     MARIADB_OPERATOR: _restricted(
         "mariadb-operator 26.6.0's image runs as 65532 (Dockerfile USER 65532:65532) and its pods mount only "
         "Secrets; components/accounting_db.py sets the restricted security contexts the chart leaves empty."),
+    KUBERAY: _restricted(
+        "ray-project/kuberay v1.7.0 helm-chart/kuberay-operator/values.yaml securityContext: drop ALL, no privilege "
+        "escalation, runAsNonRoot, seccomp RuntimeDefault; the image runs as 65532 (ray-operator/Dockerfile)."),
+    MPI_OPERATOR: _restricted(
+        "kubeflow/mpi-operator v0.8.0 deploy/v2beta1/mpi-operator.yaml sets no security context and its image is "
+        "distroless/base (root); components/k8s_operators.py runs the API-only controller as distroless's nonroot "
+        "user 65532 with the restricted contexts."),
+    VOLCANO: PodSecurity(
+        "baseline", "restricted", "restricted",
+        "volcano v1.15.1 installer/helm/chart/volcano/values.yaml custom.default_csc adds DAC_OVERRIDE to the "
+        "admission, admission-init, controller and scheduler containers (baseline allows it, restricted allows "
+        "only NET_BIND_SERVICE); upstream's choice is kept rather than guessed unneeded."),
+    ML_NAMESPACE: PodSecurity(
+        "baseline", "restricted", "restricted",
+        "MPIJob workers run sshd for mpirun (kubeflow/mpi-operator v0.8.0 launches ranks over SSH), as root in "
+        "nccl-tests images built from AWS's recipe; EFA and GPUs come from device plugins and need no privilege, "
+        "so baseline holds. RayCluster and Volcano pods `slurm-eks k8s render` writes meet restricted."),
+    JUPYTERHUB: _restricted(
+        "zero-to-jupyterhub 4.4.0 jupyterhub/values.yaml: hub (runAsNonRoot, seccomp RuntimeDefault, runAsUser 1000, "
+        "drop ALL, no privilege escalation) and proxy.chp (the same, as 65534) meet restricted; components/"
+        "jupyterhub.py turns off singleuser.cloudMetadata.blockWithIptables (a privileged iptables init container: "
+        "NetworkPolicies and hop limit 1 keep IMDS away) and gives user pods KubeSpawner's restricted contexts."),
+    ARGOCD: _restricted(
+        "argoproj/argo-helm argo-cd 10.1.1 charts/argo-cd/values.yaml: every component's containerSecurityContext "
+        "(controller, server, repoServer and its copyutil init container, applicationSet, redis, redisSecretInit) "
+        "sets runAsNonRoot, seccomp RuntimeDefault, no privilege escalation and drops ALL; dex and notifications "
+        "are off (components/gitops.py)."),
 }
 
 # Chart values for a pod whose image already runs as a non-root user: what the restricted level asks for

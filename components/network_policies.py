@@ -20,7 +20,10 @@ import pulumi
 
 from components.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
 from components.config import ClusterConfig
-from components.names import SLURM_NAMESPACE
+from components.k8s_operator_charts import KUBERAY, MPI_OPERATOR_POD, VOLCANO, VOLCANO_ADMISSION_PORT
+from components.names import ML_NAMESPACE, SLURM_NAMESPACE
+from components.namespaces import ARGOCD, JUPYTERHUB
+from components.namespaces import MPI_OPERATOR as MPI_OPERATOR_NAMESPACE
 from components.namespaces import NAME_LABEL as NAMESPACE_LABEL
 from components.slinky.charts import (
     CERT_MANAGER,
@@ -93,6 +96,7 @@ CONTROL_PLANE_PORTS: dict[str, tuple[int, ...]] = {
     KEDA.namespace: (9443, 6443),
     KUBE_PROMETHEUS_STACK.namespace: (10250,),
     MARIADB_OPERATOR.namespace: (9443,),
+    VOLCANO.namespace: (VOLCANO_ADMISSION_PORT,),
 }
 
 
@@ -139,13 +143,17 @@ def default_deny(namespace: str) -> dict[str, Any]:
     return policy(namespace, "default-deny", {}, [], [])
 
 
+def deny_but_dns(namespace: str) -> list[dict[str, Any]]:
+    """Default deny, then DNS for every pod."""
+    return [default_deny(namespace), policy(namespace, "allow-dns", {}, egress=[{"to": [DNS_PEER], "ports": [
+        {"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}])]
+
+
 def baseline(namespace: str, vpc_cidr: pulumi.Input[str], api_clients: dict[str, Any] | None = None
              ) -> list[dict[str, Any]]:
     """Default deny, then DNS for every pod and the Kubernetes API for `api_clients` (default: every pod)."""
     return [
-        default_deny(namespace),
-        policy(namespace, "allow-dns", {}, egress=[{"to": [DNS_PEER], "ports": [
-            {"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]),
+        *deny_but_dns(namespace),
         policy(namespace, "allow-kubernetes-api", api_clients or {}, egress=[{
             "to": [block(vpc_cidr), *(block(c) for c in SERVICE_CIDRS)], "ports": tcp(443)}]),
     ]
@@ -214,9 +222,12 @@ def slurm_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[d
                        {"to": [database], "ports": tcp(MARIADB)},
                        # on RDS its init container fetches the region's RDS CA bundle (truststore.pki.rds...)
                        *([] if in_cluster_db else [internet(vpc_cidr, 443)])]),
-        # Only the operator calls slurmrestd (no login pod, no job, no Prometheus needs it).
+        # The operator calls slurmrestd, and with addons.jupyterhub notebooks submit jobs with their users' JWTs
+        # (no login pod, no job, no Prometheus needs it).
         policy(ns, "slurmrestd", app_selector("slurmrestd"),
-               ingress=[{"from": [pods(SLURM_OPERATOR_POD, SLURM_OPERATOR.namespace)], "ports": tcp(SLURMRESTD)}],
+               ingress=[{"from": [pods(SLURM_OPERATOR_POD, SLURM_OPERATOR.namespace),
+                                  *([pods(NOTEBOOK_POD, JUPYTERHUB)] if config.addons.jupyterhub else [])],
+                         "ports": tcp(SLURMRESTD)}],
                egress=[{"to": [pods("slurmctld")], "ports": tcp(SLURMCTLD)},
                        {"to": [pods("slurmdbd")], "ports": tcp(SLURMDBD)}]),
         policy(ns, "accounts-reconcile", JOB_PODS["podSelector"],
@@ -254,15 +265,107 @@ def cross_namespace(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[
     return found
 
 
+def k8s_operator_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[dict[str, Any]]:
+    """KubeRay's and the MPI Operator's controllers only call the API (no webhook: kuberay-operator 1.7.0's
+    chart enables none, mpi-operator v0.8.0 has none); Volcano is a chart namespace (its admission webhook)."""
+    found = []
+    if config.addons.kuberay is not None:
+        found += baseline(KUBERAY.namespace, vpc_cidr)
+    if config.addons.mpi_operator is not None:
+        found += baseline(MPI_OPERATOR_NAMESPACE, vpc_cidr, app_selector(MPI_OPERATOR_POD))
+    if config.addons.batch_operators:
+        found += ml_policies(vpc_cidr)
+    return found
+
+
+def ml_policies(vpc_cidr: pulumi.Input[str]) -> list[dict[str, Any]]:
+    """The `ml` namespace, where RayCluster, MPIJob and Volcano Job pods run: a job's pods reach each other on
+    every port (NCCL sockets, mpirun's SSH and ORTE wire-up, Ray's GCS, object manager and workers, all on
+    ports their frameworks pick), and the internet for data and models. No Kubernetes API (none of the rendered
+    jobs uses it), nothing in the VPC: never Slurm's daemons, the database, webhooks or IMDS."""
+    ns = ML_NAMESPACE
+    return [*deny_but_dns(ns),
+            policy(ns, "allow-same-namespace", {}, ingress=[{"from": [{"podSelector": {}}]}],
+                   egress=[{"to": [{"podSelector": {}}]}]),
+            policy(ns, "allow-internet", {}, egress=[internet(vpc_cidr)])]
+
+
 def chart_namespaces(config: ClusterConfig) -> list[str]:
     names = [CERT_MANAGER.namespace, SLURM_OPERATOR.namespace, KEDA.namespace, KUBE_PROMETHEUS_STACK.namespace]
     if config.slurm.accounting.database == "in-cluster":
         names.append(MARIADB_OPERATOR.namespace)
+    if config.addons.volcano is not None:
+        names.append(VOLCANO.namespace)
     return names
+
+
+# zero-to-jupyterhub 4.4.0: hub and proxy pods carry app.kubernetes.io/name jupyterhub and component hub/proxy
+# (templates/_helpers.tpl jupyterhub.matchLabelsLegacyAndModern); KubeSpawner 7.0.0 labels notebooks with the
+# chart's name and component singleuser-server (spawner.py component_label, _build_common_labels). Ports: hub 8081
+# (templates/hub/deployment.yaml), proxy http 8000 and api 8001 (templates/proxy/deployment.yaml), notebook 8888
+# (KubeSpawner `port`).
+HUB_POD = {NAME_LABEL: "jupyterhub", "app.kubernetes.io/component": "hub"}
+PROXY_POD = {NAME_LABEL: "jupyterhub", "app.kubernetes.io/component": "proxy"}
+NOTEBOOK_POD = {NAME_LABEL: "jupyterhub", "app.kubernetes.io/component": "singleuser-server"}
+HUB_PORT, PROXY_HTTP, PROXY_API, NOTEBOOK_PORT = 8081, 8000, 8001, 8888
+LDAP_PORTS = (389, 636)
+
+
+def jupyterhub_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[dict[str, Any]]:
+    """The hub (the only Kubernetes API client: it creates notebook pods), the proxy (people's one way in, from
+    `exposure.allowedCidrs` or the VPC: an NLB hands pods node or client addresses) and the notebooks, which
+    reach the hub's API, slurmrestd and the internet, never IMDS, other VPC services or the rest of Slurm."""
+    hub = config.addons.jupyterhub
+    if hub is None:
+        return []
+    ns = JUPYTERHUB
+    sources = [*(hub.exposure.allowed_cidrs if hub.exposure.type == "internal" else []), vpc_cidr]
+    # the identity provider: an OIDC provider's HTTPS endpoints, or the directory (in the VPC or beyond)
+    auth = ([internet(vpc_cidr, *LDAP_PORTS), {"to": [block(vpc_cidr)], "ports": tcp(*LDAP_PORTS)}]
+            if config.slurm.identity.ldap else [internet(vpc_cidr, 443)])
+    return [
+        *baseline(ns, vpc_cidr, app_selector(HUB_POD)),
+        policy(ns, "proxy", app_selector(PROXY_POD),
+               ingress=[{"from": [block(c) for c in sources], "ports": tcp(PROXY_HTTP)},
+                        {"from": [pods(HUB_POD)], "ports": tcp(PROXY_API)}],
+               egress=[{"to": [pods(HUB_POD)], "ports": tcp(HUB_PORT)},
+                       {"to": [pods(NOTEBOOK_POD)], "ports": tcp(NOTEBOOK_PORT)}]),
+        policy(ns, "hub", app_selector(HUB_POD),
+               ingress=[{"from": [pods(PROXY_POD), pods(NOTEBOOK_POD)], "ports": tcp(HUB_PORT)}],
+               egress=[{"to": [pods(PROXY_POD)], "ports": tcp(PROXY_API)},
+                       {"to": [pods(NOTEBOOK_POD)], "ports": tcp(NOTEBOOK_PORT)}, *auth]),
+        policy(ns, "notebooks", app_selector(NOTEBOOK_POD),
+               ingress=[{"from": [pods(PROXY_POD), pods(HUB_POD)], "ports": tcp(NOTEBOOK_PORT)}],
+               egress=[{"to": [pods(HUB_POD)], "ports": tcp(HUB_PORT)},
+                       {"to": [pods("slurmrestd", SLURM_NAMESPACE)], "ports": tcp(SLURMRESTD)},
+                       internet(vpc_cidr)]),
+    ]
+
+
+# argoproj/argo-helm argo-cd 10.1.1 templates/_common.tpl argo-cd.selectorLabels: <nameOverride argocd>-<component>;
+# the repo server clones Git and pulls charts (values.yaml repoServer.name repo-server).
+ARGOCD_REPO_SERVER_POD = {NAME_LABEL: "argocd-repo-server"}
+GIT_SSH, HTTPS = 22, 443
+
+
+def argocd_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[dict[str, Any]]:
+    """Gitops mode: Argo CD's components talk among themselves (server, controller, repo server, redis) and read
+    the API; only the repo server leaves the cluster, to the Git host and the chart registries (HTTPS, and SSH
+    for an ssh repoURL). No webhook: the control plane never calls in."""
+    if config.gitops is None:
+        return []
+    ns = ARGOCD
+    ports = (HTTPS, GIT_SSH) if config.gitops.uses_ssh else (HTTPS,)
+    return [*baseline(ns, vpc_cidr),
+            policy(ns, "allow-same-namespace", {}, ingress=[{"from": [{"podSelector": {}}]}],
+                   egress=[{"to": [{"podSelector": {}}]}]),
+            policy(ns, "repo-server-to-git", app_selector(ARGOCD_REPO_SERVER_POD),
+                   egress=[internet(vpc_cidr, *ports)])]
 
 
 def policy_documents(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[dict[str, Any]]:
     """Every NetworkPolicy (metadata + spec) of the cluster."""
-    return [*slurm_policies(config, vpc_cidr),
+    return [*slurm_policies(config, vpc_cidr), *jupyterhub_policies(config, vpc_cidr),
+            *argocd_policies(config, vpc_cidr),
             *(p for ns in chart_namespaces(config) for p in chart_namespace(ns, vpc_cidr)),
-            *cross_namespace(config, vpc_cidr)]
+            *cross_namespace(config, vpc_cidr), *k8s_operator_policies(config, vpc_cidr)]

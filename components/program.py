@@ -10,6 +10,10 @@ from components.cluster import EksCluster, EksClusterArgs
 from components.config import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.efs import ModelStorage, ModelStorageArgs, efs_subnets
+from components.gitops import ArgoCd
+from components.handover import hand_over_to
+from components.jupyterhub import JupyterHubArgs, JupyterHubRelease
+from components.k8s_operators import K8sOperators, K8sOperatorsArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.names import SLURM_NAMESPACE
 from components.network import Network, NetworkArgs
@@ -44,6 +48,13 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     network = Network("network", NetworkArgs(config.network, name, config.region,
                                              repository_buckets(config.storage.fsx)), opts)
     cluster = EksCluster("eks", EksClusterArgs(config, name, network), opts)
+    vpc_cidr = config.network.vpc_cidr or aws.ec2.get_vpc_output(
+        id=network.vpc_id, opts=pulumi.InvokeOutputOptions(provider=aws_provider)).cidr_block
+    # Every namespace comes with its Pod Security labels and NetworkPolicies before anything runs in it.
+    namespaces = Namespaces(config, vpc_cidr, cluster.provider)
+    # Gitops mode: Argo CD and its root Application first; every chart below is then Argo CD's (docs/gitops.md).
+    argocd = ArgoCd("gitops", config.gitops, namespaces, opts) if config.gitops else None
+    hand_over_to(argocd.root if argocd else None)
     karpenter = Karpenter("karpenter", KarpenterArgs(cluster, config.region), opts)
     for pname, partition in config.partitions.items():
         PartitionNodes(f"partition-{pname}", PartitionNodesArgs(
@@ -53,10 +64,6 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
             pname, pool, config, name, karpenter.node_role.name, cluster.provider, [karpenter.crds]), opts)
     DevicePlugins("device-plugins", DevicePluginsArgs(config.partitions, cluster.provider, config.kubernetes_pools),
                   opts)
-    vpc_cidr = config.network.vpc_cidr or aws.ec2.get_vpc_output(
-        id=network.vpc_id, opts=pulumi.InvokeOutputOptions(provider=aws_provider)).cidr_block
-    # Every namespace comes with its Pod Security labels and NetworkPolicies before anything runs in it.
-    namespaces = Namespaces(config, vpc_cidr, cluster.provider)
     # Slurm: operator, then the cluster; KEDA + Prometheus scale each partition's NodeSet.
     operator = SlinkyOperator("slinky", namespaces, opts)
     state_storage = StateStorage("slurm-state", StateStorageArgs(cluster, name), opts)
@@ -71,11 +78,17 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
         config.storage.fsx, cluster, network.vpc_id, fsx_subnet(network, config.network), SLURM_NAMESPACE,
         slurm.namespace), opts)
     outputs: dict[str, pulumi.Input[object]] = {}
+    models: ModelStorage | None = None
     if config.storage.efs is not None:  # the model claim login and compute pods mount read-only
         models = ModelStorage("models", ModelStorageArgs(
             config.storage.efs, cluster, network.vpc_id, efs_subnets(network, config.network), SLURM_NAMESPACE,
             slurm.namespace), opts)
         outputs["efsFileSystemId"] = models.file_system_id
+    if config.addons.batch_operators:  # KubeRay, MPI Operator, Volcano; their jobs' `ml` namespace with the claims
+        K8sOperators("k8s-operators", K8sOperatorsArgs(config, namespaces, storage, models), opts)
+    if config.addons.jupyterhub is not None:  # notebooks on the pools, submitting to Slurm through slurmrestd
+        JupyterHubRelease("jupyterhub", JupyterHubArgs(config, namespaces, cluster.provider, storage, models,
+                                                       state_storage.storage_class), opts)
     return {
         "slurmNamespace": SLURM_NAMESPACE,
         "slurmPartitions": list(slurm.nodesets),

@@ -7,7 +7,7 @@ from typing import Any
 
 from components import catalog
 from components.catalog import AcceleratorKind, InstanceType
-from components.config import Partition
+from components.k8s_pools_config import NodeGroup
 
 PARTITION_LABEL = "node.slurm-eks.io/partition"
 ACCELERATOR_LABEL = "node.slurm-eks.io/accelerator"
@@ -54,11 +54,11 @@ def device_requests(instance: InstanceType, efa_interfaces: int) -> dict[str, st
     return requests
 
 
-def partition_instance(partition: Partition) -> catalog.InstanceType:
-    """The partition's representative type (validation guarantees one accelerator kind and count)."""
+def partition_instance(partition: NodeGroup) -> catalog.InstanceType:
+    """A partition's or pool's representative type (validation guarantees one accelerator kind and count)."""
     return catalog.lookup(partition.instance_types[0])
 
 
-def partition_efa_interfaces(partition: Partition) -> int:
-    """EFA interfaces every node of the partition has (the smallest count of its types)."""
+def partition_efa_interfaces(partition: NodeGroup) -> int:
+    """EFA interfaces every node of a partition or pool has (the smallest count of its types)."""
     return min(catalog.lookup(t).efa_interfaces for t in partition.instance_types) if partition.efa else 0

@@ -19,7 +19,8 @@ import pulumi_kubernetes as k8s
 
 from components import config as cfg
 from components.cluster import SYSTEM_NODE_SELECTOR, EksCluster
-from components.names import SHARED_PVC
+from components.handover import helm_release
+from components.names import SHARED_PVC, SLURM_NAMESPACE, claim_volume_name
 from components.network import Network
 
 LUSTRE_PORTS = ((988, 988), (1018, 1023))  # LNET, and the privileged ports Lustre clients connect from
@@ -39,7 +40,7 @@ class SharedStorageArgs:
     cluster: EksCluster
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]  # one private subnet: a Lustre file system lives in one zone
-    namespace: pulumi.Input[str]  # where the claim goes (the Slurm namespace)
+    namespace: str  # where the first claim goes (the Slurm namespace); claim_in() adds others
     depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)  # e.g. that namespace
 
 
@@ -104,13 +105,14 @@ class SharedStorage(pulumi.ComponentResource):
                 # List what is already in S3 once, so existing data is visible from the first mount.
                 batch_import_meta_data_on_create=bool(repo.import_events),
                 tags={"Name": f"{args.cluster.name}{repo.path}"}, opts=child)
-        driver = self._csi_driver(name, args)
+        self._name, self._fsx, self._provider = name, args.fsx, args.cluster.provider
+        self._driver = self._csi_driver(name, args)
         self.claim_name = SHARED_PVC
-        self._volume(name, args, fs, driver)
         self.file_system_id = fs.id
         self.dns_name = fs.dns_name
         self.mount_name = fs.mount_name
         self.security_group_id = sg.id
+        self.claim_in(args.namespace, args.depends_on)
         self.register_outputs({"fileSystemId": fs.id, "dnsName": fs.dns_name, "mountName": fs.mount_name,
                                "securityGroupId": sg.id, "claimName": self.claim_name})
 
@@ -173,7 +175,7 @@ class SharedStorage(pulumi.ComponentResource):
         role = cluster.irsa_role(f"{name}-csi-controller", CSI_NAMESPACE, CSI_CONTROLLER_SA, child)
         policy = aws.get_region_output().region.apply(lambda region: json.dumps(csi_controller_policy(region)))
         aws.iam.RolePolicy(f"{name}-csi-controller", role=role.id, policy=policy, opts=child)
-        return k8s.helm.v3.Release(
+        return helm_release(  # Argo CD's in gitops mode (components/handover.py)
             f"{name}-csi-driver", name=CSI_CHART, chart=CSI_CHART, version=CSI_CHART_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CSI_CHART_REPO), namespace=CSI_NAMESPACE,
             values={
@@ -185,13 +187,16 @@ class SharedStorage(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self, provider=cluster.provider))
 
-    def _volume(self, name: str, args: SharedStorageArgs, fs: aws.fsx.LustreFileSystem,
-                driver: k8s.helm.v3.Release) -> None:
-        capacity = f"{args.fsx.capacity_gib}Gi"
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.cluster.provider)
+    def claim_in(self, namespace: str, depends_on: Sequence[pulumi.Resource]) -> list[pulumi.Resource]:
+        """The `fsx-shared` claim in `namespace` (after `depends_on`, e.g. the namespace) on a static volume of
+        the same file system: every namespace's pods see the same /shared. The driver has no NodeStage (aws-fsx-
+        csi-driver pkg/driver/node.go nodeCaps is empty at v1.9.0), so volumes sharing a handle mount apart."""
+        suffix = "" if namespace == SLURM_NAMESPACE else f"-{namespace}"
+        volume_name = claim_volume_name(SHARED_PVC, namespace)
+        capacity = f"{self._fsx.capacity_gib}Gi"
         pv = k8s.core.v1.PersistentVolume(
-            f"{name}-pv",
-            metadata={"name": SHARED_PVC},
+            f"{self._name}-pv{suffix}",
+            metadata={"name": volume_name},
             spec={
                 "capacity": {"storage": capacity},
                 "volumeMode": "Filesystem",
@@ -201,14 +206,15 @@ class SharedStorage(pulumi.ComponentResource):
                 "storageClassName": "",
                 "mountOptions": MOUNT_OPTIONS,
                 # Reserved for our claim: no other claim can bind this volume first.
-                "claimRef": {"namespace": args.namespace, "name": SHARED_PVC},
-                "csi": {"driver": CSI_DRIVER, "volumeHandle": fs.id,
-                        "volumeAttributes": {"dnsname": fs.dns_name, "mountname": fs.mount_name}},
+                "claimRef": {"namespace": namespace, "name": SHARED_PVC},
+                "csi": {"driver": CSI_DRIVER, "volumeHandle": self.file_system_id,
+                        "volumeAttributes": {"dnsname": self.dns_name, "mountname": self.mount_name}},
             },
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[driver])))
-        k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-pvc",
-            metadata={"name": SHARED_PVC, "namespace": args.namespace},
-            spec={"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": SHARED_PVC,
+            opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[self._driver]))
+        pvc = k8s.core.v1.PersistentVolumeClaim(
+            f"{self._name}-pvc{suffix}",
+            metadata={"name": SHARED_PVC, "namespace": namespace},
+            spec={"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": volume_name,
                   "resources": {"requests": {"storage": capacity}}},
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[pv, *args.depends_on])))
+            opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[pv, *depends_on]))
+        return [pv, pvc]

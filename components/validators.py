@@ -15,6 +15,8 @@ from typing import Any
 from components import catalog
 from components.addon_versions import ADDON_VERSIONS
 from components.config import ClusterConfig
+from components.efs_config import MODEL_DIRECTORY
+from components.gitops_config import HTTPS_URL, SSH_URL
 from components.k8s_pools_config import NodeGroup
 from components.names import WORLD_CIDRS
 from components.problems import Problem, Severity
@@ -371,6 +373,15 @@ def efs_gid_range(c: ClusterConfig) -> Iterator[Finding]:
         yield Finding("storage.efs.gidRangeEnd", efs.gid_range_end,
                       f"the access point GID range is empty: it must end above gidRangeStart {efs.gid_range_start}",
                       "set gidRangeEnd above gidRangeStart (the driver's defaults: 50000 to 60000)")
+    if efs is not None and efs.gid_range_start <= efs.model_owner_id <= efs.gid_range_end:
+        yield Finding("storage.efs.modelOwnerId", efs.model_owner_id,
+                      f"the models' owner is inside the efs-ap GID range {efs.gid_range_start}-{efs.gid_range_end}: "
+                      "a user's dynamically provisioned directory could act as the models' owner",
+                      "pick a modelOwnerId outside gidRangeStart..gidRangeEnd (default 40000)")
+    if efs is not None and f"{efs.base_path.rstrip('/')}/".startswith(f"{MODEL_DIRECTORY}/"):
+        yield Finding("storage.efs.basePath", efs.base_path,
+                      f"dynamically provisioned directories would land inside the models' directory {MODEL_DIRECTORY}",
+                      "set basePath outside /models (default /claims)")
 
 
 # CloudWatch Logs PutRetentionPolicy: the retentionInDays values it accepts (CloudWatch Logs API Reference).
@@ -582,3 +593,83 @@ def pool_min_nodes(c: ClusterConfig) -> Iterator[Finding]:
             yield Finding(f"kubernetesPools.{name}.minNodes", pool.min_nodes,
                           "Karpenter launches a pool's node only for a pending pod that needs it: no node is kept "
                           "warm, so this would be silently ignored", "remove minNodes (0)")
+
+
+# --- JupyterHub (addons.jupyterhub) ----------------------------------------------------------------------
+
+@rule("jupyterhub-profiles")
+def jupyterhub_profiles(c: ClusterConfig) -> Iterator[Finding]:
+    """Each notebook profile runs on a Kubernetes pool whose nodes have the devices it asks for."""
+    hub = c.addons.jupyterhub
+    for slug, profile in (hub.profiles.items() if hub else ()):
+        where = f"addons.jupyterhub.profiles.{slug}"
+        pool = c.kubernetes_pools.get(profile.pool)
+        if pool is None:
+            yield Finding(f"{where}.pool", profile.pool, "not a Kubernetes pool: notebooks never run on Slurm's "
+                          "partitions", f"use one of kubernetesPools ({', '.join(c.kubernetes_pools) or 'none'})")
+            continue
+        types = _known_types(pool)
+        if not types:
+            continue  # instance-type-known reports it
+        node = types[0]
+        if node.accelerator == "none" or profile.devices > node.accelerators:
+            have = f"{node.accelerators} {node.accelerator_model}" if node.accelerators else "no accelerator"
+            yield Finding(f"{where}.devices", profile.devices, f"pool {profile.pool}'s {node.name} has {have} "
+                          "per node: the notebook would never be scheduled",
+                          f"ask for 1 to {node.accelerators} devices, or pick a pool with more"
+                          if node.accelerators else "pick a GPU or Trainium pool")
+    if hub and sum(p.default for p in hub.profiles.values()) > 1:
+        yield Finding("addons.jupyterhub.profiles", [s for s, p in hub.profiles.items() if p.default],
+                      "more than one profile is the default", "mark one profile `default: true`")
+
+
+@rule("jupyterhub-auth")
+def jupyterhub_auth(c: ClusterConfig) -> Iterator[Finding]:
+    """The hub authenticates against the stack's identity source: the directory (LDAP), or an OIDC provider
+    for declared people, who have no passwords."""
+    hub = c.addons.jupyterhub
+    if hub is None:
+        return
+    mode = c.slurm.identity.mode
+    if mode != "ldap" and hub.oidc is None:
+        who = "declared users" if mode == "users" else "no people"
+        yield Finding("addons.jupyterhub.oidc", None, f"slurm.identity has {who} and no passwords: nobody could "
+                      "sign in to the hub",
+                      "add addons.jupyterhub.oidc (your identity provider), whose usernames are the Slurm names")
+    if mode == "ldap" and hub.oidc is not None:
+        yield Finding("addons.jupyterhub.oidc", "set", "slurm.identity.ldap is the identity source: the hub binds "
+                      "to it", "remove addons.jupyterhub.oidc")
+    ldap = c.slurm.identity.ldap
+    if mode == "ldap" and ldap and ldap.bind_password and not ldap.bind_password.startswith("k8s:"):
+        yield Finding("slurm.identity.ldap.bindPassword", ldap.bind_password, "the hub reads its bind password "
+                      "from a Kubernetes Secret only",
+                      "use k8s:<secret>/<key> (the Secret in namespace jupyterhub too)")
+
+
+@rule("jupyterhub-exposure")
+def jupyterhub_exposure(c: ClusterConfig) -> Iterator[Finding]:
+    hub = c.addons.jupyterhub
+    for i, cidr in enumerate(hub.exposure.allowed_cidrs if hub else ()):
+        try:
+            net = ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            yield Finding(f"addons.jupyterhub.exposure.allowedCidrs[{i}]", cidr, "not a CIDR", "e.g. 10.20.0.0/16")
+            continue
+        if str(net) in WORLD_CIDRS or net.prefixlen < 8:
+            yield Finding(f"addons.jupyterhub.exposure.allowedCidrs[{i}]", cidr, "the hub is never exposed to the "
+                          "internet", "list your office or VPN ranges")
+
+
+@rule("gitops-repo")
+def gitops_repo(c: ClusterConfig) -> Iterator[Finding]:
+    g = c.gitops
+    if g is None:
+        return
+    if not (HTTPS_URL.match(g.repo_url) or SSH_URL.match(g.repo_url)):
+        yield Finding("gitops.repoURL", g.repo_url, "Argo CD clones over HTTPS or SSH only (no http://, file:// "
+                      "or local paths)", "https://git.example.com/org/repo.git or git@git.example.com:org/repo.git")
+    if g.path.startswith("/") or ".." in g.path.split("/"):
+        yield Finding("gitops.path", g.path, "a path inside the repository", "e.g. clusters/prod (no leading "
+                      "/ and no ..)")
+    if not g.target_revision.strip() or any(ch.isspace() for ch in g.target_revision):
+        yield Finding("gitops.targetRevision", g.target_revision, "not a branch, tag or commit", "e.g. main")

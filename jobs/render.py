@@ -252,7 +252,8 @@ def _check_request(target: JobTarget, entry: list[str], nodes: int, time: str, l
         )
 
 
-def _environment() -> Environment:
+def template_loader() -> Environment:
+    """The Jinja environment of jobs/templates (scripts/k8s reads the templates' environment blocks with it)."""
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         undefined=StrictUndefined,
@@ -285,7 +286,7 @@ def render_job(
             f"--container-mounts={target.shared_root}:{target.shared_root} "
             '--container-workdir="${PWD}" '
         )
-    return _environment().get_template(f"{target.template}.sbatch.j2").render(
+    return template_loader().get_template(f"{target.template}.sbatch.j2").render(
         t=target,
         nodes=nodes,
         time=time,
@@ -310,4 +311,4 @@ def render_image_pull(target: JobTarget) -> str:
     image = container_image(target.image, target.shared_root)
     if image.uri is None:
         raise RenderError(f"--image {target.image} is already a squashfs file; there is nothing to pull")
-    return _environment().get_template("image_pull.sbatch.j2").render(t=target, image=image)
+    return template_loader().get_template("image_pull.sbatch.j2").render(t=target, image=image)

@@ -176,7 +176,8 @@ def eks_secrets_encryption(type_: str, inputs: Mapping[str, Any]) -> list[str]:
 
 
 def node_pool_keeps_busy_nodes(type_: str, inputs: Mapping[str, Any]) -> list[str]:
-    # Every NodePool of this project backs a Slurm partition: its nodes run multi-day training jobs.
+    # Every NodePool of this project backs a Slurm partition or a Kubernetes pool (components/nodepools.py builds
+    # both): their nodes run multi-day training jobs, Slurm's or a RayCluster's / MPIJob's.
     spec = inputs.get("spec") or {}
     disruption = spec.get("disruption") or {}
     problems = []
@@ -323,7 +324,7 @@ EKS_SECRETS_ENCRYPTION = ResourceRule(
 )
 NODE_POOL_KEEPS_BUSY_NODES = ResourceRule(
     name="nodepool-keeps-busy-nodes",
-    description="Training NodePools never consolidate busy nodes nor expire them.",
+    description="Training NodePools (partitions and Kubernetes pools) never consolidate busy nodes nor expire them.",
     fix="set disruption.consolidationPolicy: WhenEmpty (or an unscheduled budget nodes: \"0\" for Underutilized), "
         "template.spec.expireAfter: Never, and no template.spec.terminationGracePeriod",
     types=frozenset({NODE_POOL}),

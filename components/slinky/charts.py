@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 
 from components import namespaces
 from components.cluster import SYSTEM_LABEL, SYSTEM_NODE_SELECTOR
+from components.handover import helm_release
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,12 @@ SYSTEM_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecut
 
 def release(name: str, chart: Chart, values: dict[str, Any], provider: k8s.Provider, parent: pulumi.Resource,
             namespace: list[pulumi.Resource], depends_on: list[pulumi.Resource] | None = None,
-            ) -> k8s.helm.v3.Release:
+            ) -> pulumi.Resource:
     """A Release that Pulumi waits on until its workloads are ready (so dependants see working webhooks), after
     `namespace`: the chart's Namespace with its Pod Security labels and its NetworkPolicies
-    (components/segmented_namespaces.py). Helm does not create it, so no pod runs there before them."""
-    return k8s.helm.v3.Release(
+    (components/segmented_namespaces.py). Helm does not create it, so no pod runs there before them. In gitops
+    mode the chart is Argo CD's (components/handover.py)."""
+    return helm_release(
         name,
         name=name,
         chart=chart.chart,

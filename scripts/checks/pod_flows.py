@@ -26,7 +26,8 @@ from typing import Any
 from components.accounting_db import IN_CLUSTER_NAME
 from components.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
 from components.config import ClusterConfig
-from components.names import SLURM_NAMESPACE
+from components.names import ML_NAMESPACE, SLURM_NAMESPACE
+from components.namespaces import ARGOCD, JUPYTERHUB, KUBERAY, MPI_OPERATOR, VOLCANO
 from components.namespaces import NAME_LABEL as NAMESPACE_LABEL
 from components.slinky.charts import CERT_MANAGER, KEDA, KUBE_PROMETHEUS_STACK, MARIADB_OPERATOR, SLURM_OPERATOR
 from components.slinky.specs import CONTROLLER
@@ -264,7 +265,72 @@ def endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
         found["mariadb"] = Pod("the in-cluster MariaDB", ns, _app("mariadb", IN_CLUSTER_NAME))
         found["mariadb-operator"] = Pod("the mariadb-operator", MARIADB_OPERATOR.namespace,
                                         _app("mariadb-operator", "mariadb-operator"))
+    found.update(k8s_job_endpoints(config))
+    found.update(jupyterhub_endpoints(config))
+    found.update(argocd_endpoints(config))
     return found
+
+
+def k8s_job_endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
+    """The batch operators' controllers and the pods of the jobs they run in the `ml` namespace."""
+    addons, found = config.addons, {}
+    if addons.kuberay is not None:
+        # ray-project/kuberay v1.7.0 helm-chart/kuberay-operator/templates/deployment.yaml (nameOverride and
+        # componentOverride kuberay-operator); ray-operator/controllers/ray/common/pod.go and utils/constant.go:
+        # ray.io/cluster, ray.io/node-type head|worker, ray.io/group, app.kubernetes.io/created-by kuberay-operator.
+        found["kuberay-operator"] = Pod("the KubeRay operator", KUBERAY, _app(
+            "kuberay-operator", "kuberay-operator", "kuberay-operator"))
+        ray = {"ray.io/cluster": "ray-ml-h100", "app.kubernetes.io/name": "kuberay",
+               "app.kubernetes.io/created-by": "kuberay-operator"}
+        found["ray head"] = Pod("a Ray head", ML_NAMESPACE, {**ray, "ray.io/node-type": "head",
+                                                            "ray.io/group": "headgroup"})
+        found["ray worker"] = Pod("a Ray worker", ML_NAMESPACE, {**ray, "ray.io/node-type": "worker",
+                                                                "ray.io/group": "workers"})
+    if addons.mpi_operator is not None:
+        # kubeflow/mpi-operator v0.8.0 deploy/v2beta1/mpi-operator.yaml (Deployment template labels);
+        # pkg/controller/mpi_job_controller.go defaultLabels + JobRoleLabel launcher|worker.
+        found["mpi-operator"] = Pod("the MPI Operator", MPI_OPERATOR, {
+            "app": "mpi-operator", "app.kubernetes.io/component": "mpijob", "app.kubernetes.io/name": "mpi-operator",
+            "kustomize.component": "mpi-operator"})
+        mpi = {"training.kubeflow.org/operator-name": "mpi-operator", "training.kubeflow.org/job-name": "nccl"}
+        found["mpi launcher"] = Pod("an MPIJob launcher", ML_NAMESPACE, {
+            **mpi, "training.kubeflow.org/job-role": "launcher"})
+        found["mpi worker"] = Pod("an MPIJob worker", ML_NAMESPACE, {
+            **mpi, "training.kubeflow.org/job-role": "worker", "training.kubeflow.org/replica-index": "0"})
+    if addons.volcano is not None:
+        # volcano-sh/volcano v1.15.1 installer/helm/chart/volcano/templates/{admission,controllers,scheduler}.yaml;
+        # a Job's pods: staging/src/volcano.sh/apis/pkg/apis/batch/v1alpha1/labels.go JobNameKey, TaskSpecKey.
+        found["volcano admission"] = Pod("Volcano's admission webhook", VOLCANO, {"app": "volcano-admission"})
+        found["volcano controller"] = Pod("Volcano's controllers", VOLCANO, {"app": "volcano-controller"})
+        found["volcano scheduler"] = Pod("Volcano's scheduler", VOLCANO, {"app": "volcano-scheduler"})
+        found["volcano job"] = Pod("a Volcano Job's pod", ML_NAMESPACE, {
+            "volcano.sh/job-name": "gang", "volcano.sh/task-spec": "worker", "volcano.sh/queue-name": "ml-h100"})
+    return found
+
+
+def k8s_job_flows(e: Mapping[str, Endpoint], control_plane: Address, world: Address, imds: Address,
+                  forbidden: Sequence[tuple[Endpoint, int]]) -> Iterator[Flow]:
+    """The operators read the API; a job's pods reach each other on any port and the internet, and no Slurm,
+    cluster or node service; Slurm's jobs do not reach them."""
+    for key in ("kuberay-operator", "mpi-operator", "volcano admission", "volcano controller", "volcano scheduler"):
+        if key in e:
+            yield Flow(e[key], control_plane, "TCP", (443, 443), "an operator reads and writes the Kubernetes API")
+    if "volcano admission" in e:
+        yield Flow(control_plane, e["volcano admission"], "TCP", (8443, 8443), "the API server calls Volcano's webhook")
+    jobs = [[e[k] for k in keys if k in e] for keys in (("ray head", "ray worker"), ("mpi launcher", "mpi worker"),
+                                                        ("volcano job",))]
+    for group in jobs:
+        for who in group:
+            for whom in group:
+                yield Flow(who, whom, "TCP", ALL_PORTS, "NCCL sockets, mpirun's SSH, Ray's GCS and workers")
+    for pod in (p for group in jobs for p in group):
+        yield Flow(pod, world, "TCP", ALL_PORTS, "jobs read data and models from S3 and the internet")
+        for target, port in (*forbidden, (control_plane, 443), (imds, 80)):
+            yield Flow(pod, target, "TCP", (port, port), "a Kubernetes job reaches no Slurm, cluster or node service",
+                       needed=False)
+        for compute in (p for key, p in e.items() if key.startswith("slurmd ")):
+            yield Flow(pod, compute, "TCP", ALL_PORTS, "a Kubernetes job reaches no slurmd", needed=False)
+            yield Flow(compute, pod, "TCP", ALL_PORTS, "a Slurm job reaches no Kubernetes job", needed=False)
 
 
 # --- the flow table ------------------------------------------------------------------------------------------
@@ -318,6 +384,84 @@ def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str
     for target, port in ((database, 3306), (slurmrestd, 6820), (e["prometheus"], 9090), (imds, 80)):
         yield Flow(login, target, "TCP", (port, port), "a login shell reaches no database, API or node service",
                    needed=False)
+    yield from k8s_job_flows(e, control_plane, world, imds, (
+        (slurmctld, 6817), (slurmdbd, 6819), (slurmrestd, 6820), (login, 22), (e["prometheus"], 9090),
+        (database, 3306), (e["slurm-operator webhook"], 9443), (e["cert-manager webhook"], 10250),
+        *(((e["volcano admission"], 8443),) if "volcano admission" in e else ())))
+    yield from jupyterhub_flows(e, control_plane, world, imds, database)
+    yield from argocd_flows(config, e, control_plane, world)
+
+
+def jupyterhub_endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
+    """zero-to-jupyterhub 4.4.0 templates/{hub,proxy}/deployment.yaml pod labels (jupyterhub.matchLabelsLegacyAnd
+    Modern, release `jupyterhub`, plus its network-access labels); notebooks as KubeSpawner 7.0.0 labels them
+    (spawner.py _build_common_labels with the chart's common_labels, files/hub/jupyterhub_config.py, and
+    singleuser.extraLabels' hub.jupyter.org/network-access-hub)."""
+    if config.addons.jupyterhub is None:
+        return {}
+    ns = JUPYTERHUB
+
+    def z2jh(component: str, **more: str) -> dict[str, str]:
+        return {"app": "jupyterhub", "release": "jupyterhub", "component": component,
+                **_app("jupyterhub", "jupyterhub", component), **more}
+    return {
+        "jupyterhub hub": Pod("the JupyterHub hub", ns, z2jh("hub", **{
+            "hub.jupyter.org/network-access-proxy-api": "true", "hub.jupyter.org/network-access-singleuser": "true"}),
+            {"http": 8081}),
+        "jupyterhub proxy": Pod("the JupyterHub proxy", ns, z2jh("proxy", **{
+            "hub.jupyter.org/network-access-hub": "true"}), {"http": 8000, "api": 8001}),
+        "notebook": Pod("a notebook server", ns, {**z2jh("singleuser-server"), "app.kubernetes.io/managed-by":
+                                                  "kubespawner", "hub.jupyter.org/username": "alice",
+                                                  "hub.jupyter.org/network-access-hub": "true"}),
+    }
+
+
+def jupyterhub_flows(e: Mapping[str, Endpoint], control_plane: Address, world: Address, imds: Address,
+                     database: Endpoint) -> Iterator[Flow]:
+    if "notebook" not in e:
+        return
+    hub, proxy, notebook = e["jupyterhub hub"], e["jupyterhub proxy"], e["notebook"]
+    yield Flow(hub, control_plane, "TCP", (443, 443), "the hub creates notebook pods (KubeSpawner)")
+    yield Flow(proxy, hub, "TCP", (8081, 8081), "the proxy routes sign-in and the hub's pages")
+    yield Flow(hub, proxy, "TCP", (8001, 8001), "the hub sets the proxy's routes")
+    yield Flow(proxy, notebook, "TCP", (8888, 8888), "people reach their notebook through the proxy")
+    yield Flow(hub, notebook, "TCP", (8888, 8888), "the hub checks a notebook is up")
+    yield Flow(notebook, hub, "TCP", (8081, 8081), "a notebook reports activity to the hub's API")
+    yield Flow(notebook, e["slurmrestd"], "TCP", (6820, 6820), "notebooks submit Slurm jobs with the user's JWT")
+    yield Flow(notebook, world, "TCP", (443, 443), "notebooks install packages and read models")
+    for target, port in ((e["slurmctld"], 6817), (e["slurmdbd"], 6819), (database, 3306), (imds, 80),
+                         (control_plane, 443), (e["prometheus"], 9090), (e["login"], 22)):
+        yield Flow(notebook, target, "TCP", (port, port), "a notebook reaches Slurm only through slurmrestd, and "
+                   "no database, cluster or node service", needed=False)
+    for compute in (p for key, p in e.items() if key.startswith("slurmd ")):
+        yield Flow(compute, notebook, "TCP", ALL_PORTS, "a Slurm job reaches no notebook", needed=False)
+
+
+def argocd_endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
+    """Gitops mode: argoproj/argo-helm argo-cd 10.1.1 templates/_common.tpl argo-cd.selectorLabels (name
+    argocd-<component>, instance the release `argocd`) and values.yaml containerPorts (repo-server 8081, redis
+    6379, server 8080)."""
+    if config.gitops is None:
+        return {}
+    return {f"argocd {c}": Pod(f"Argo CD's {c}", ARGOCD, _app(f"argocd-{c}", "argocd", c))
+            for c in ("application-controller", "server", "repo-server", "redis")}
+
+
+def argocd_flows(config: ClusterConfig, e: Mapping[str, Endpoint], control_plane: Address,
+                 world: Address) -> Iterator[Flow]:
+    if config.gitops is None:
+        return
+    controller, server, repo, redis = (e[f"argocd {c}"] for c in ("application-controller", "server",
+                                                                  "repo-server", "redis"))
+    for pod in (controller, server):
+        yield Flow(pod, control_plane, "TCP", (443, 443), "Argo CD reads and applies the cluster's objects")
+        yield Flow(pod, repo, "TCP", (8081, 8081), "Argo CD renders the charts and manifests on its repo server")
+        yield Flow(pod, redis, "TCP", (6379, 6379), "Argo CD caches its state in redis")
+    for port in (443, 22) if config.gitops.uses_ssh else (443,):
+        yield Flow(repo, world, "TCP", (port, port), "the repo server clones the Git repository and pulls charts")
+    for compute in (p for key, p in e.items() if key.startswith("slurmd ")):
+        for target, port in ((repo, 8081), (redis, 6379), (server, 8080)):
+            yield Flow(compute, target, "TCP", (port, port), "a job reaches no Argo CD component", needed=False)
 
 
 def cluster_of(plan: Plan, pod_cidrs: tuple[str, ...]) -> Cluster:

@@ -18,6 +18,8 @@ from scripts.cli.accounts import accounts_app
 from scripts.cli.advise import advise
 from scripts.cli.check import check
 from scripts.cli.data import data_app
+from scripts.cli.gitops import gitops_app
+from scripts.cli.k8s import k8s_app
 from scripts.cli.policy import policy
 from scripts.cli.preflight import preflight
 from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config, print_problems
@@ -31,6 +33,8 @@ app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.add_typer(data_app, name="data")
 app.add_typer(accounts_app, name="accounts")
+app.add_typer(gitops_app, name="gitops")
+app.add_typer(k8s_app, name="k8s")
 app.command()(preflight)
 app.command()(policy)
 app.command()(check)

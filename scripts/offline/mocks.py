@@ -39,9 +39,11 @@ _ID_PREFIX = {
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "sgr",
     "aws:fsx/lustreFileSystem:LustreFileSystem": "fs",
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "dra",
-    # EFS API reference, FileSystemDescription.FileSystemId `fs-[0-9a-f]{8,40}`, MountTargetId `fsmt-...`.
+    # EFS API reference, FileSystemDescription.FileSystemId `fs-[0-9a-f]{8,40}`, MountTargetId `fsmt-...`,
+    # AccessPointDescription.AccessPointId `fsap-[0-9a-f]{8,40}`.
     "aws:efs/fileSystem:FileSystem": "fs",
     "aws:efs/mountTarget:MountTarget": "fsmt",
+    "aws:efs/accessPoint:AccessPoint": "fsap",
 }
 
 

@@ -17,7 +17,8 @@ from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
 from components import catalog
-from components.config import ClusterConfig, Network, Partition
+from components.config import ClusterConfig, Network
+from components.k8s_pools_config import NodeGroup
 from scripts.preflight.runner import Check, CheckResult
 
 
@@ -39,6 +40,17 @@ def vpc_zones(ec2: BaseClient, network: Network) -> list[str]:
     return sorted({s["AvailabilityZone"] for s in subnets})
 
 
+def node_groups(config: ClusterConfig) -> dict[str, NodeGroup]:
+    """Every group of Karpenter nodes, as preflight names it: the partitions, then the Kubernetes pools (their
+    nodes draw on the same quotas, offerings and reservations)."""
+    return {**{f"partition {n}": p for n, p in config.partitions.items()},
+            **{f"pool {n}": p for n, p in config.kubernetes_pools.items()}}
+
+
+def efa_node_groups(config: ClusterConfig) -> dict[str, NodeGroup]:
+    return {subject: group for subject, group in node_groups(config).items() if group.efa}
+
+
 def offered_zones(ec2: BaseClient, instance_types: Iterable[str]) -> dict[str, set[str]]:
     """Instance type -> the zones of the region that offer it."""
     offered: dict[str, set[str]] = {t: set() for t in instance_types}
@@ -56,11 +68,11 @@ def check_offerings(session: boto3.Session, config: ClusterConfig) -> Iterator[C
     vpc = vpc_zones(ec2, config.network)
     efa_zone = config.network.efa_availability_zone
     # subject -> (instance types, zones it may launch in, whether every one of those zones is required)
-    targets = {f"partition {name}": (p.instance_types, [efa_zone] if p.efa else vpc, p.efa)
-               for name, p in config.partitions.items()}
+    targets = {subject: (p.instance_types, [efa_zone] if p.efa else vpc, p.efa)
+               for subject, p in node_groups(config).items()}
     targets["systemNodes"] = (config.system_nodes.instance_types, vpc, False)
     offered = offered_zones(ec2, {t for types, _, _ in targets.values() for t in types})
-    efa_types = [offered[t] for p in config.efa_partitions.values() for t in p.instance_types]
+    efa_types = [offered[t] for p in efa_node_groups(config).values() for t in p.instance_types]
     efa_ready = sorted(set.intersection(*efa_types)) if efa_types else []
     for subject, (types, zones, single_zone) in targets.items():
         for instance_type in types:
@@ -93,18 +105,18 @@ def check_offerings(session: boto3.Session, config: ClusterConfig) -> Iterator[C
 # --- EFA -------------------------------------------------------------------------------------------------
 
 def check_efa(session: boto3.Session, config: ClusterConfig) -> Iterator[CheckResult]:
-    """EFA partitions' types support EFA with at least the interfaces the catalog has nodes request."""
-    types = sorted({t for p in config.efa_partitions.values() for t in p.instance_types})
+    """EFA partitions' and pools' types support EFA with at least the interfaces the catalog has nodes request."""
+    types = sorted({t for p in efa_node_groups(config).values() for t in p.instance_types})
     if not types:
         return
     pages = session.client("ec2").get_paginator("describe_instance_types").paginate(InstanceTypes=types)
     network = {i["InstanceType"]: i["NetworkInfo"] for page in pages for i in page["InstanceTypes"]}
-    for name, partition in config.efa_partitions.items():
+    for group_name, partition in efa_node_groups(config).items():
         for instance_type in partition.instance_types:
             info = network[instance_type]
             actual = info["EfaInfo"]["MaximumEfaInterfaces"] if info.get("EfaSupported") else 0
             expected = catalog.lookup(instance_type).efa_interfaces
-            subject = f"partition {name}: {instance_type}"
+            subject = f"{group_name}: {instance_type}"
             if actual == 0:
                 yield CheckResult("efa", subject, "fail", f"{instance_type} does not support EFA",
                                   "use EFA instance types (p4d, p5, trn1, ...) or set efa: false")
@@ -141,16 +153,16 @@ QUOTAS: dict[tuple[str, bool], Quota] = {  # (group, spot) -> quota
 }
 
 
-def quota_for(instance_type: str, partition: Partition) -> Quota | None:
+def quota_for(instance_type: str, partition: NodeGroup) -> Quota | None:
     """The vCPU quota an instance type draws on; None for families outside P, G/VT and Trn."""
     group = FAMILY_GROUPS.get(re.sub(r"\d.*", "", instance_type))  # "trn1n.32xlarge" -> "trn"
     return QUOTAS[group, partition.capacity_type == "spot"] if group else None
 
 
 def vcpu_demand(config: ClusterConfig) -> dict[Quota, dict[str, int]]:
-    """Quota -> {partition: vCPUs at maxNodes of its largest type}, as the NodePool's cpu limit counts."""
+    """Quota -> {partition or pool: vCPUs at maxNodes of its largest type}, as the NodePool's cpu limit counts."""
     demand: dict[Quota, dict[str, int]] = {}
-    for name, partition in config.partitions.items():
+    for name, partition in node_groups(config).items():
         for instance_type in partition.instance_types:
             quota = quota_for(instance_type, partition)
             if quota:
@@ -192,8 +204,8 @@ PENDING_STATES = {"pending", "scheduled", "assessing", "delayed", "payment-pendi
 
 
 def check_reservations(session: boto3.Session, config: ClusterConfig) -> Iterator[CheckResult]:
-    """Listed capacity reservations exist, are active, and match the partition's types and zones."""
-    reserving = {n: p for n, p in config.partitions.items() if p.capacity_reservation_ids}
+    """Listed capacity reservations exist, are active, and match the partition's (or pool's) types and zones."""
+    reserving = {n: p for n, p in node_groups(config).items() if p.capacity_reservation_ids}
     if not reserving:
         return
     ec2 = session.client("ec2")
@@ -204,9 +216,9 @@ def check_reservations(session: boto3.Session, config: ClusterConfig) -> Iterato
             yield reservation_result(ec2, reservation_id, name, partition, zones, config.region)
 
 
-def reservation_result(ec2: BaseClient, reservation_id: str, name: str, partition: Partition, zones: list[str],
+def reservation_result(ec2: BaseClient, reservation_id: str, name: str, partition: NodeGroup, zones: list[str],
                        region: str) -> CheckResult:
-    subject = f"partition {name}: {reservation_id}"
+    subject = f"{name}: {reservation_id}"
     try:
         found = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])["CapacityReservations"]
     except ClientError as exc:

@@ -59,7 +59,8 @@ def test_every_node_carries_the_group_eks_creates() -> None:
         "control-plane": [eks_group], "managed-node-group/eks-system": [eks_group],
         "managed-node-group/eks-login": [eks_group],
         "ec2nodeclass/gpu-a100": [eks_group], "ec2nodeclass/gpu-h100": [eks_group],
-        "ec2nodeclass/trainium": [eks_group], "ec2nodeclass/ml-h100": [eks_group]}
+        "ec2nodeclass/trainium": [eks_group], "ec2nodeclass/ml-h100": [eks_group],
+        "ec2nodeclass/ml-a10g": [eks_group], "ec2nodeclass/ml-trn1": [eks_group]}
 
 
 def test_the_login_nodes_are_their_own_endpoint_for_srun_and_step_io() -> None:

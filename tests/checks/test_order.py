@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from components.stackfile import load_stack
 from scripts.checks import order
 from scripts.offline.plan_model import Plan, PlannedResource
 from tests.plan.fixtures import shipped_plan
@@ -79,8 +80,9 @@ def test_custom_resources_wait_for_the_chart_that_serves_their_kind() -> None:
                 r.dependencies = [d for d in r.dependencies if "karpenter-crd" not in d]
 
     found = {f.resource for f in order.check(broken("prod", partitions_without_crds)) if "karpenter-crd" in f.message}
-    assert found == {f"{p}-{kind} (kubernetes:{group})"
-                     for p in ("partition-gpu-a100", "partition-gpu-h100", "partition-trainium", "pool-ml-h100")
+    prod, _ = load_stack("prod")
+    groups = [*(f"partition-{n}" for n in prod.partitions), *(f"pool-{n}" for n in prod.kubernetes_pools)]
+    assert found == {f"{p}-{kind} (kubernetes:{group})" for p in groups
                      for kind, group in (("nodepool", "karpenter.sh/v1:NodePool"),
                                          ("nodeclass", "karpenter.k8s.aws/v1:EC2NodeClass"))}
 

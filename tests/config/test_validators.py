@@ -84,7 +84,11 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
     "efs-performance-mode": [("prod", set_at("storage.efs.performanceMode", "maxIO"), "storage.efs.performanceMode",
                               "higher per-operation latency")],
     "efs-gid-range": [("prod", set_at("storage.efs.gidRangeEnd", 50000), "storage.efs.gidRangeEnd",
-                       "range is empty")],
+                       "range is empty"),
+                      ("prod", set_at("storage.efs.modelOwnerId", 55000), "storage.efs.modelOwnerId",
+                       "inside the efs-ap GID range"),
+                      ("prod", set_at("storage.efs.basePath", "/models/dynamic"), "storage.efs.basePath",
+                       "inside the models' directory")],
     "fsx-repositories": [
         ("dev", set_at("storage.fsx.repositories", [{"path": "/data", "s3": "s3://b/p", "import": ["NEW"]}]),
          "storage.fsx.repositories", "PERSISTENT_2"),
@@ -188,6 +192,23 @@ CASES["efa-zone"].append(("prod", both(drop_at("network.efaAvailabilityZone"),
                           "network.efaAvailabilityZone", "kubernetesPools.ml-h100"))
 
 CASES.update(TEAM_CASES)
+# JupyterHub (tests/jupyterhub has the hub's config itself).
+HUB = "addons.jupyterhub"
+CASES["jupyterhub-profiles"] = [
+    ("prod", set_at(f"{HUB}.profiles.gpu-8.pool", "gpu-h100"), f"{HUB}.profiles.gpu-8.pool",
+     "not a Kubernetes pool"),
+    ("prod", set_at(f"{HUB}.profiles.gpu-1.devices", 2), f"{HUB}.profiles.gpu-1.devices", "has 1 A10G per node"),
+    ("prod", set_at(f"{HUB}.profiles.trainium-16.devices", 32), f"{HUB}.profiles.trainium-16.devices",
+     "has 16 Trainium per node"),
+    ("prod", set_at(f"{HUB}.profiles.gpu-8.default", True), f"{HUB}.profiles", "more than one profile"),
+]
+CASES["jupyterhub-auth"] = [("prod", drop_at(f"{HUB}.oidc"), f"{HUB}.oidc", "nobody could sign in")]
+CASES["jupyterhub-exposure"] = [("prod", set_at(f"{HUB}.exposure.allowedCidrs", ["0.0.0.0/0"]),
+                                 f"{HUB}.exposure.allowedCidrs[0]", "never exposed to the internet")]
+CASES["gitops-repo"] = [  # more cases: tests/gitops/test_gitops.py
+    ("prod", set_at("gitops", {"repoURL": "http://git.example.com/x.git"}), "gitops.repoURL", "HTTPS or SSH"),
+    ("prod", set_at("gitops", {"repoURL": "git@git.example.com:o/r.git", "path": "/abs"}), "gitops.path",
+     "inside the repository")]
 
 
 def test_every_validator_has_cases() -> None:

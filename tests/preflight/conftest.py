@@ -21,7 +21,8 @@ from components.config import ClusterConfig
 from components.stackfile import load_stack
 
 REGION = "us-west-2"
-PROD_QUOTAS = {"L-417A185B": 3072.0, "L-2C3B7624": 4096.0}  # P and Trn on-demand vCPUs at prod's maxNodes
+# P, Trn, and G and VT on-demand vCPUs at prod's maxNodes, partitions and Kubernetes pools together.
+PROD_QUOTAS = {"L-417A185B": 3456.0, "L-2C3B7624": 4224.0, "L-DB2E81BA": 16.0}
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ def test_prod_passes_on_a_prepared_account(prod_account: dict, session: boto3.Se
     assert not failed(results), [r for r in results if r.status == "fail"]
     passed = {r.check for r in results if r.status == "pass"}
     assert passed == {"instance-offerings", "efa", "vcpu-quota", "s3-buckets"}
-    assert only(results, "Running On-Demand P instances").detail.startswith("quota 3072 vCPUs; maxNodes needs 3072")
+    assert only(results, "Running On-Demand P instances").detail.startswith("quota 3456 vCPUs; maxNodes needs 3456")
     # moto has no DescribeClusterVersions: that check says so instead of crashing
     [version] = [r for r in results if r.check == "kubernetes-version"]
     assert version.status == "warn" and "DescribeClusterVersions" in version.detail
@@ -51,15 +51,17 @@ def test_zero_p_quota_fails_naming_the_increase(prod_account: dict, session: bot
     prod_account["L-417A185B"] = 0
     result = only(check_quotas(session, prod), "L-417A185B")
     assert result.status == "fail"
-    assert result.detail == "quota 0 vCPUs; maxNodes needs 3072 (gpu-h100 1536, gpu-a100 1536)"
-    assert "request-service-quota-increase --service-code ec2 --quota-code L-417A185B --desired-value 3072" \
+    # The Kubernetes pool's p5 nodes draw on the same quota as the partitions'.
+    assert result.detail == ("quota 0 vCPUs; maxNodes needs 3456 "
+                             "(partition gpu-h100 1536, partition gpu-a100 1536, pool ml-h100 384)")
+    assert "request-service-quota-increase --service-code ec2 --quota-code L-417A185B --desired-value 3456" \
            " --region us-west-2" in result.fix
     assert only(check_quotas(session, prod), "L-2C3B7624").status == "pass"
 
 
 def test_spot_partitions_count_against_the_spot_quota() -> None:
     dev = parse_cluster_config(raw_config("dev"))[0]
-    assert vcpu_demand(dev) == {QUOTAS["G and VT", True]: {"gpu": 2 * 48}}
+    assert vcpu_demand(dev) == {QUOTAS["G and VT", True]: {"partition gpu": 2 * 48}}
 
 
 def test_quota_without_applied_value_falls_back_to_the_aws_default() -> None:
@@ -99,7 +101,7 @@ def test_trn1_not_offered_in_the_efa_zone_fails_naming_zones(aws: None, session:
     raw["partitions"]["trainium"]["instanceTypes"] = ["trn1.32xlarge"]
     raw["partitions"]["gpu-a100"]["instanceTypes"] = ["p4d.24xlarge"]
     fewer = list(check_offerings(session, parse_cluster_config(raw)[0]))
-    fix = only(fewer, "trn1.32xlarge").fix
+    fix = only(fewer, "partition trainium: trn1.32xlarge").fix
     assert fix.startswith("set network.efaAvailabilityZone to one of us-west-2b, us-west-2d ")
 
 
@@ -118,8 +120,9 @@ def test_efa_passes_for_p5_and_fails_without_efa(aws: None, session: boto3.Sessi
     raw = raw_config("prod")
     raw["partitions"]["gpu-a100"]["instanceTypes"] = ["g5.xlarge"]  # structure only: validation would refuse
     results = list(check_efa(session, ClusterConfig.model_validate(raw)))
-    p5 = only(results, "p5.48xlarge")
+    p5 = only(results, "partition gpu-h100: p5.48xlarge")
     assert (p5.status, p5.detail) == ("pass", "32 EFA interfaces, as the catalog expects")
+    assert only(results, "pool ml-h100: p5.48xlarge").status == "pass"  # the Kubernetes pool's EFA is checked too
     g5 = only(results, "g5.xlarge")
     assert (g5.status, g5.detail) == ("fail", "g5.xlarge does not support EFA")
     assert "efa: false" in g5.fix
@@ -145,7 +148,7 @@ def test_capacity_reservation(prod: ClusterConfig, found: list, status: str, fix
     with Stubber(ec2) as stub:
         stub.add_response("describe_capacity_reservations", {"CapacityReservations": found},
                           {"CapacityReservationIds": ["cr-0123456789abcdef0"]})
-        result = reservation_result(ec2, "cr-0123456789abcdef0", "gpu-h100", prod.partitions["gpu-h100"],
+        result = reservation_result(ec2, "cr-0123456789abcdef0", "partition gpu-h100", prod.partitions["gpu-h100"],
                                     ["us-west-2a"], REGION)
     assert (result.status, result.subject) == (status, "partition gpu-h100: cr-0123456789abcdef0")
     assert result.fix.startswith(fix)
@@ -158,7 +161,7 @@ def test_missing_capacity_reservation_error_fails(prod: ClusterConfig) -> None:
     ec2 = boto3.client("ec2", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y")
     with Stubber(ec2) as stub:
         stub.add_client_error("describe_capacity_reservations", "InvalidCapacityReservationId.NotFound")
-        result = reservation_result(ec2, "cr-0123456789abcdef0", "gpu-h100", prod.partitions["gpu-h100"],
+        result = reservation_result(ec2, "cr-0123456789abcdef0", "partition gpu-h100", prod.partitions["gpu-h100"],
                                     ["us-west-2a"], REGION)
     assert (result.status, result.detail) == ("fail", "no such capacity reservation in us-west-2")
 

@@ -29,7 +29,7 @@ def test_zero_p_quota_exits_1_with_the_fix(prod_account: dict) -> None:
     prod_account["L-417A185B"] = 0
     result = runner.invoke(app, ["--stack", "prod"])
     assert result.exit_code == 1, result.output
-    assert "--quota-code L-417A185B --desired-value 3072" in result.stdout and "1 fail" in result.stdout
+    assert "--quota-code L-417A185B --desired-value 3456" in result.stdout and "1 fail" in result.stdout
 
 
 def test_bad_config_exits_2(tmp_path: Path) -> None:

@@ -51,9 +51,11 @@ def config_of(raw: dict[str, Any]) -> ClusterConfig:
 
 
 def trainium_only(raw: dict[str, Any]) -> None:
-    """The prod stack's Trainium partition alone: no GPUs (nor the GPU pool), so no GPU limits for the QoS either."""
+    """The prod stack's Trainium partition alone: no GPUs (nor the pools, nor the notebooks on them), so no GPU
+    limits for the QoS either."""
     raw["partitions"] = {"trainium": {**raw["partitions"]["trainium"], "default": True}}
     raw.pop("kubernetesPools", None)
+    raw.get("addons", {}).pop("jupyterhub", None)
     for qos in raw["slurm"].get("qos", {}).values():
         for limits in ("grpTRES", "maxTRESPerUser", "maxTRESPerJob"):
             qos.pop(limits, None)

@@ -36,8 +36,10 @@ def test_every_namespace_is_labelled_and_every_release_waits_for_its_own(stack: 
         assert "createNamespace" not in release.inputs, release.name
         if where != "kube-system":
             assert namespaces[where].urn in release.dependencies, f"{release.name} does not wait for {where}"
-    used = {r.inputs["namespace"] for r in releases(plan).values()} | {SLURM_NAMESPACE}
-    assert used - {"kube-system"} == set(namespaces)
+    # Every namespace a chart or an object lives in is ours (labelled), and each of ours holds something.
+    used = ({r.inputs["namespace"] for r in releases(plan).values()}
+            | {m["metadata"]["namespace"] for m in plan.manifests() if m["metadata"].get("namespace")})
+    assert used - {"kube-system"} == set(namespaces) and SLURM_NAMESPACE in used
 
 
 def test_only_slurmd_and_node_exporter_namespaces_are_privileged() -> None:

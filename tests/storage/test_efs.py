@@ -9,9 +9,9 @@ import json
 import pytest
 
 from components.efs import CSI_CONTROLLER_SA, NFS_PORT, csi_controller_policy
-from components.efs_config import MODEL_PVC, STORAGE_CLASS, Efs, model_volume
+from components.efs_config import MODEL_DIRECTORY, MODEL_PVC, STORAGE_CLASS, Efs, model_volume
 from components.iam import Scope
-from components.names import SLURM_NAMESPACE
+from components.names import SLURM_NAMESPACE, claim_volume_name
 from components.stackfile import load_stack
 from scripts.checks import network
 from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
@@ -25,7 +25,9 @@ EFS = "aws:efs/fileSystem:FileSystem"
 MOUNT_TARGET = "aws:efs/mountTarget:MountTarget"
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+ACCESS_POINT = "aws:efs/accessPoint:AccessPoint"
 SC, PVC = "kubernetes:storage.k8s.io/v1:StorageClass", "kubernetes:core/v1:PersistentVolumeClaim"
+PV = "kubernetes:core/v1:PersistentVolume"
 
 
 def _efs_group(plan: Plan) -> str:
@@ -69,26 +71,49 @@ def test_dev_has_no_model_storage_and_no_models_mount() -> None:
             assert "models" not in json.dumps(doc["spec"]["template"]), kind
 
 
-def test_storage_class_and_claim() -> None:
+def test_storage_class_for_claims_of_peoples_own() -> None:
     plan = shipped_plan("prod")
     (sc,) = [r for r in plan.of_type(SC) if r.inputs["metadata"]["name"] == STORAGE_CLASS]
     fs = one(plan, EFS)
     assert sc.inputs["provisioner"] == "efs.csi.aws.com" and sc.inputs["reclaimPolicy"] == "Retain"
     params = sc.inputs["parameters"]
     assert params["provisioningMode"] == "efs-ap" and params["fileSystemId"] == fs.id
-    assert params["directoryPerms"] == "700" and params["basePath"] == "/models"
+    assert params["directoryPerms"] == "700" and params["basePath"] == "/claims"
     assert (params["gidRangeStart"], params["gidRangeEnd"]) == ("50000", "60000")
-    (claim,) = [r for r in plan.of_type(PVC) if r.inputs["metadata"]["name"] == MODEL_PVC]
-    assert claim.inputs["metadata"]["namespace"] == SLURM_NAMESPACE
-    assert claim.inputs["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": STORAGE_CLASS,
-                                    "resources": {"requests": {"storage": "1024Gi"}}}
+
+
+def test_the_models_access_point_acts_as_its_owner_outside_the_gid_range() -> None:
+    plan = shipped_plan("prod")
+    (ap,) = plan.of_type(ACCESS_POINT)
+    assert ap.inputs["fileSystemId"] == one(plan, EFS).id
+    assert ap.inputs["posixUser"] == {"uid": 40000, "gid": 40000}
+    assert ap.inputs["rootDirectory"] == {"path": MODEL_DIRECTORY, "creationInfo": {
+        "ownerUid": 40000, "ownerGid": 40000, "permissions": "700"}}
+
+
+def test_every_model_claim_binds_a_read_only_volume_of_the_models_access_point() -> None:
+    plan = shipped_plan("prod")
+    handle = f"efs:{one(plan, EFS).id}::{plan.of_type(ACCESS_POINT)[0].id}"
+    volumes = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in plan.of_type(PV)}
+    claims = [r.inputs for r in plan.of_type(PVC) if r.inputs["metadata"]["name"] == MODEL_PVC]
+    assert SLURM_NAMESPACE in {c["metadata"]["namespace"] for c in claims}
+    for claim in claims:
+        namespace = claim["metadata"]["namespace"]
+        assert claim["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": "",
+                                 "volumeName": claim_volume_name(MODEL_PVC, namespace),
+                                 "resources": {"requests": {"storage": "1024Gi"}}}
+        volume = volumes[claim["spec"]["volumeName"]]
+        assert volume["csi"] == {"driver": "efs.csi.aws.com", "volumeHandle": handle, "readOnly": True}
+        assert volume["claimRef"] == {"namespace": namespace, "name": MODEL_PVC}
+        assert volume["persistentVolumeReclaimPolicy"] == "Retain"
 
 
 def test_class_and_claim_validate_strictly(crd_registry: SchemaRegistry) -> None:
     plan = shipped_plan("prod")
-    docs = [r.inputs for r in plan.of_type(SC) + plan.of_type(PVC)
-            if r.inputs["metadata"]["name"] in (STORAGE_CLASS, MODEL_PVC)]
-    assert len(docs) == 2
+    docs = [r.inputs for r in plan.of_type(SC) + plan.of_type(PVC) + plan.of_type(PV)
+            if r.inputs["metadata"]["name"].startswith((STORAGE_CLASS, MODEL_PVC))]
+    assert {(d["kind"], d["metadata"].get("namespace")) for d in docs} >= {
+        ("StorageClass", None), ("PersistentVolumeClaim", SLURM_NAMESPACE), ("PersistentVolume", None)}
     for doc in docs:
         assert validate_manifest(doc, crd_registry) == [], doc["kind"]
     broken = copy.deepcopy(docs[0])

@@ -9,7 +9,7 @@ import pulumi
 import pytest
 
 from components import config as cfg
-from components.names import SHARED_PVC, SLURM_NAMESPACE
+from components.names import SHARED_PVC, SLURM_NAMESPACE, claim_volume_name
 from components.storage import CSI_CONTROLLER_SA, repository_s3_config
 from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
 from scripts.offline.mocks import RealisticMocks, cluster_security_group_id
@@ -119,28 +119,32 @@ def test_volume_and_claim_point_at_the_file_system_and_bind_to_each_other(stack:
     fs = one(plan, LUSTRE)
     cloud = _computed(plan, fs)
     assert cloud["id"] == plan.outputs["fsxFileSystemId"]
-    pv, pvc = one(plan, PV).inputs, one(plan, PVC, "storage-pvc").inputs  # not the EFS model claim
-    spec = pv["spec"]
-    assert spec["csi"] == {"driver": "fsx.csi.aws.com", "volumeHandle": cloud["id"],
-                           "volumeAttributes": {"dnsname": cloud["dnsName"], "mountname": cloud["mountName"]}}
-    assert spec["capacity"] == {"storage": f"{fs.inputs['storageCapacity']}Gi"}
-    assert spec["accessModes"] == ["ReadWriteMany"] and spec["persistentVolumeReclaimPolicy"] == "Retain"
-    assert spec["storageClassName"] == "" and "flock" in spec["mountOptions"]
-    assert spec["claimRef"] == {"namespace": SLURM_NAMESPACE, "name": SHARED_PVC}
-    assert pvc["metadata"] == {"name": SHARED_PVC, "namespace": SLURM_NAMESPACE}
-    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": "",
-                           "volumeName": pv["metadata"]["name"], "resources": {"requests": spec["capacity"]}}
+    volumes = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in plan.of_type(PV)}
+    claims = [r.inputs for r in plan.of_type(PVC) if r.inputs["metadata"]["name"] == SHARED_PVC]
+    assert SLURM_NAMESPACE in {c["metadata"]["namespace"] for c in claims}
+    for pvc in claims:  # the Slurm namespace's, and one in each namespace that mounts /shared (claim_in)
+        namespace = pvc["metadata"]["namespace"]
+        spec = volumes[claim_volume_name(SHARED_PVC, namespace)]
+        assert spec["csi"] == {"driver": "fsx.csi.aws.com", "volumeHandle": cloud["id"],
+                               "volumeAttributes": {"dnsname": cloud["dnsName"], "mountname": cloud["mountName"]}}
+        assert spec["capacity"] == {"storage": f"{fs.inputs['storageCapacity']}Gi"}
+        assert spec["accessModes"] == ["ReadWriteMany"] and spec["persistentVolumeReclaimPolicy"] == "Retain"
+        assert spec["storageClassName"] == "" and "flock" in spec["mountOptions"]
+        assert spec["claimRef"] == {"namespace": namespace, "name": SHARED_PVC}
+        assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": "",
+                               "volumeName": claim_volume_name(SHARED_PVC, namespace),
+                               "resources": {"requests": spec["capacity"]}}
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_volume_and_claim_validate_strictly(stack: str, crd_registry: SchemaRegistry) -> None:
     registry = crd_registry
     plan = shipped_plan(stack)
-    for kind, name in ((PV, None), (PVC, "storage-pvc")):
+    for kind, name in ((PV, "storage-pv"), (PVC, "storage-pvc")):
         doc = one(plan, kind, name).inputs
         assert validate_manifest(doc, registry) == [], kind
     # The validator does reject a malformed volume (so the check above can fail).
-    broken = json.loads(json.dumps(one(plan, PV).inputs))
+    broken = json.loads(json.dumps(one(plan, PV, "storage-pv").inputs))
     broken["spec"]["csi"]["volumeAttribute"] = broken["spec"]["csi"].pop("volumeAttributes")
     assert validate_manifest(broken, registry)
 
@@ -163,4 +167,4 @@ def test_csi_driver_mounts_on_every_node_and_its_controller_can_only_describe() 
     assert sub == f"system:serviceaccount:kube-system:{CSI_CONTROLLER_SA}"
     policy = json.loads(one(plan, "aws:iam/rolePolicy:RolePolicy", "storage-csi-controller").inputs["policy"])
     assert [s["Action"] for s in policy["Statement"]] == ["fsx:DescribeFileSystems"]
-    assert driver.urn in one(plan, PV).dependencies
+    assert driver.urn in one(plan, PV, "storage-pv").dependencies

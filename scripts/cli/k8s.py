@@ -1,0 +1,54 @@
+"""`slurm-eks k8s render ray|mpijob|volcano --pool P`: ready-to-apply Kubernetes jobs for a pool, as YAML on
+stdout. Registered by scripts/cli/main.py; the objects are built in scripts/k8s/render.py."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+import yaml
+
+from components.problems import ConfigError
+from components.stackfile import load_stack
+from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config
+from scripts.k8s.render import K8sRenderError, render
+
+
+class _NoAliases(yaml.SafeDumper):
+    """Each object written out in full (a shared dict would otherwise come out as &id001 anchors)."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
+
+
+k8s_app = typer.Typer(no_args_is_help=True, help="Kubernetes jobs beside Slurm (KubeRay, MPI Operator, Volcano).")
+
+
+class Kind(StrEnum):
+    ray = "ray"
+    mpijob = "mpijob"
+    volcano = "volcano"
+
+
+@k8s_app.command("render")
+def render_command(
+    kind: Annotated[Kind, typer.Argument(help="ray: RayCluster; mpijob: nccl-tests MPIJob; volcano: Queue + Job")],
+    pool: Annotated[str, typer.Option("--pool", "-p", help="a kubernetesPools entry of the stack")],
+    stack: Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")] = "prod",
+    workers: Annotated[int, typer.Option(min=1, help="nodes (one pod each)")] = 2,
+    image: Annotated[str | None, typer.Option(help="container image (required for mpijob: nccl-tests)")] = None,
+    entry: Annotated[list[str] | None, typer.Argument(
+        help="volcano: the training script and its arguments after --, run by torchrun on every node")] = None,
+) -> None:
+    """Write the objects for POOL's nodes as YAML on stdout (`kubectl apply -f -`); exit 2 on a bad request."""
+    try:
+        config, _ = load_stack(stack)
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    try:
+        objects = render(kind.value, config, stack, pool, workers, image, entry)
+    except K8sRenderError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    typer.echo(yaml.dump_all(objects, Dumper=_NoAliases, sort_keys=False), nl=False)
