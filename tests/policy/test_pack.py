@@ -49,9 +49,10 @@ def run_resource_policy(policy: ResourceValidationPolicy, r: PlannedResource, pr
     return reports
 
 
-def run_stack_policy(policy: StackValidationPolicy, plan: Plan) -> Reports:
+def run_stack_policy(policy: StackValidationPolicy, plan: Plan, props: dict[str, Any] | None = None) -> Reports:
     # As AnalyzeStack builds them: resources first, then dependencies resolved to the resource objects.
-    resources = {r.urn: PolicyResource(r.type, wire_props(r.inputs), r.urn, r.name, _options(), None, None, [], {})
+    props = props or {r.urn: wire_props(r.inputs) for r in plan.resources}
+    resources = {r.urn: PolicyResource(r.type, props[r.urn], r.urn, r.name, _options(), None, None, [], {})
                  for r in plan.resources}
     for r in plan.resources:
         resources[r.urn].dependencies.extend(resources[d] for d in r.dependencies if d in resources)
@@ -62,12 +63,15 @@ def run_stack_policy(policy: StackValidationPolicy, plan: Plan) -> Reports:
 
 
 def run_pack(plan: Plan) -> dict[str, Reports]:
+    # Each resource's inputs cross the wire format once; every policy reads the same read-only proxy of them.
+    props = {r.urn: wire_props(r.inputs) for r in plan.resources}
     found: dict[str, Reports] = {}
     for policy in policies():
         if isinstance(policy, ResourceValidationPolicy):
-            found[policy.name] = [(m, r.urn) for r in plan.resources for m, _ in run_resource_policy(policy, r)]
+            found[policy.name] = [(m, r.urn) for r in plan.resources
+                                  for m, _ in run_resource_policy(policy, r, props[r.urn])]
         else:
-            found[policy.name] = run_stack_policy(policy, plan)
+            found[policy.name] = run_stack_policy(policy, plan, props)
     return found
 
 
