@@ -644,17 +644,19 @@ def jupyterhub_auth(c: ClusterConfig) -> Iterator[Finding]:
         yield Finding("slurm.identity.ldap.bindPassword", ldap.bind_password, "the hub reads its bind password "
                       "from a Kubernetes Secret only",
                       "use k8s:<secret>/<key> (the Secret in namespace jupyterhub too)")
+    if mode == "ldap" and ldap and ldap.allow_groups:
+        # sssd admits by group name (simple_allow_groups); ldapauthenticator 2.0.2's allowed_groups takes group DNs,
+        # which the stack does not know: the hub would admit every directory user to the GPU pools.
+        yield Finding("slurm.identity.ldap.allowGroups", ldap.allow_groups, "Slurm logins are limited to these "
+                      "groups, but the hub cannot check group names: every directory user could start a notebook",
+                      "leave allowGroups empty, or turn addons.jupyterhub off until the hub can check the groups")
 
 
 @rule("jupyterhub-exposure")
 def jupyterhub_exposure(c: ClusterConfig) -> Iterator[Finding]:
     hub = c.addons.jupyterhub
-    for i, cidr in enumerate(hub.exposure.allowed_cidrs if hub else ()):
-        try:
-            net = ipaddress.ip_network(cidr, strict=False)
-        except ValueError:
-            yield Finding(f"addons.jupyterhub.exposure.allowedCidrs[{i}]", cidr, "not a CIDR", "e.g. 10.20.0.0/16")
-            continue
+    for i, cidr in enumerate(hub.exposure.allowed_cidrs if hub else ()):  # CIDRs already (config_base.Cidr)
+        net = ipaddress.ip_network(cidr)
         if str(net) in WORLD_CIDRS or net.prefixlen < 8:
             yield Finding(f"addons.jupyterhub.exposure.allowedCidrs[{i}]", cidr, "the hub is never exposed to the "
                           "internet", "list your office or VPN ranges")

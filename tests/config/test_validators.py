@@ -202,7 +202,12 @@ CASES["jupyterhub-profiles"] = [
      "has 16 Trainium per node"),
     ("prod", set_at(f"{HUB}.profiles.gpu-8.default", True), f"{HUB}.profiles", "more than one profile"),
 ]
-CASES["jupyterhub-auth"] = [("prod", drop_at(f"{HUB}.oidc"), f"{HUB}.oidc", "nobody could sign in")]
+CASES["jupyterhub-auth"] = [
+    ("prod", drop_at(f"{HUB}.oidc"), f"{HUB}.oidc", "nobody could sign in"),
+    ("prod", both(drop_at(f"{HUB}.oidc"), drop_at("slurm.accounts"),
+                  set_at("slurm.identity", {"ldap": {"uri": "ldaps://ldap.example.org", "baseDN": "dc=example,dc=org",
+                                                     "allowGroups": ["ml-researchers"]}})),
+     "slurm.identity.ldap.allowGroups", "the hub cannot check group names")]
 CASES["jupyterhub-exposure"] = [("prod", set_at(f"{HUB}.exposure.allowedCidrs", ["0.0.0.0/0"]),
                                  f"{HUB}.exposure.allowedCidrs[0]", "never exposed to the internet")]
 CASES["gitops-repo"] = [  # more cases: tests/gitops/test_gitops.py
