@@ -66,7 +66,11 @@ lint: setup-extras
 # Everything but the local Slurm tests on TEST_WORKERS processes (one per core, at least 2; a test module stays
 # on one, so its fixtures are built once); the Slurm tests then alone: one local Slurm at a time.
 TEST_WORKERS ?= $(shell n=$$(nproc); [ $$n -gt 2 ] && echo $$n || echo 2)
-test: setup-extras system-packages xla-venv lint
+# The three installs share nothing (the main venv, Debian packages, the torch-xla venv) and mostly wait on
+# downloads and disk, so they run side by side: about two minutes less on a fresh machine.
+test:
+	$(MAKE) --no-print-directory -j3 setup-extras system-packages xla-venv
+	$(MAKE) --no-print-directory lint
 	$(BIN)/pytest -q -m "not slurm" -n $(TEST_WORKERS) --dist loadfile --durations=30
 	$(BIN)/pytest -q -m slurm --durations=15
 

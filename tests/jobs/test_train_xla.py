@@ -158,16 +158,19 @@ def test_the_rendered_trainium_script_runs_stops_and_resumes_end_to_end(
         return sandbox, script
 
     env = {**xla_env, "FAKE_NODE": "127.0.0.1", "SLURM_JOB_NODELIST": "127.0.0.1", "SLURM_NNODES": "1"}
-    reference_box, reference_script = sandbox_and_script("reference")
-    uninterrupted = run_script(reference_box, reference_script, env)
+    sandbox, script = sandbox_and_script("job")
+    uninterrupted = run_script(sandbox, script, env)
     assert uninterrupted.returncode == 0 and "training finished" in uninterrupted.stdout, uninterrupted.stderr[-3000:]
     digest = last_event(uninterrupted.stdout, "done")["params_sha256"]
     # The precompile ran the user's flags unchanged under graph extraction, and left only its marker.
-    (compile_call,) = reference_box.calls("neuron_parallel_compile")
+    (compile_call,) = sandbox.calls("neuron_parallel_compile")
     assert compile_call["argv"][-len(flags):] == flags
-    assert len(list((reference_box.shared / "neuron-cache" / "precompiled").iterdir())) == 1
+    assert len(list((sandbox.shared / "neuron-cache" / "precompiled").iterdir())) == 1
 
-    sandbox, script = sandbox_and_script("job")
+    # The same job again from no checkpoint, on the same shared file system: the graphs stay compiled (one
+    # precompile in all), and a stop, requeue and resume end on the uninterrupted run's parameters.
+    shutil.rmtree(sandbox.checkpoints)
+    sandbox.checkpoints.mkdir()
     stopped = run_script(sandbox, script, env, stop_after_step=5)
     assert stopped.returncode == 0 and "requeueing (restart 1 of 3)" in stopped.stdout, stopped.stderr[-3000:]
     assert [c["argv"] for c in sandbox.calls("scontrol") if c["argv"][0] == "requeue"] == [["requeue", "42"]]
@@ -175,7 +178,7 @@ def test_the_rendered_trainium_script_runs_stops_and_resumes_end_to_end(
 
     resumed = run_script(sandbox, script, {**env, "SLURM_RESTART_COUNT": "1"})
     assert resumed.returncode == 0 and "training finished" in resumed.stdout, resumed.stderr[-3000:]
-    assert "graphs already compiled" in resumed.stdout
+    assert "graphs already compiled" in resumed.stdout and len(sandbox.calls("neuron_parallel_compile")) == 1
     assert last_event(resumed.stdout, "resumed")["step"] == stop_step
     assert last_event(resumed.stdout, "done")["params_sha256"] == digest
 
