@@ -149,16 +149,11 @@ def test_the_rendered_trainium_script_runs_stops_and_resumes_end_to_end(
     config, _ = load_stack("prod")
     flags = [str(runs.TRAIN), *runs.TINY, "--steps", "60", "--checkpoint-every", "25", "--warmup-steps", "10"]
 
-    def sandbox_and_script(name: str) -> tuple[JobSandbox, Path]:
-        sandbox = job_sandbox(tmp_path / name, torchrun=Path(xla_python).parent / "torchrun")
-        target = dataclasses.replace(sandbox.target(target_for_partition(config, "prod", "trainium")),
-                                     procs_per_node=1)  # fmt: skip
-        script = sandbox.root / "trn.sbatch"
-        script.write_text(render_job(target, flags, nodes=1))
-        return sandbox, script
-
+    sandbox = job_sandbox(tmp_path / "job", torchrun=Path(xla_python).parent / "torchrun")
+    target = dataclasses.replace(sandbox.target(target_for_partition(config, "prod", "trainium")), procs_per_node=1)
+    script = sandbox.root / "trn.sbatch"
+    script.write_text(render_job(target, flags, nodes=1))
     env = {**xla_env, "FAKE_NODE": "127.0.0.1", "SLURM_JOB_NODELIST": "127.0.0.1", "SLURM_NNODES": "1"}
-    sandbox, script = sandbox_and_script("job")
     uninterrupted = run_script(sandbox, script, env)
     assert uninterrupted.returncode == 0 and "training finished" in uninterrupted.stdout, uninterrupted.stderr[-3000:]
     digest = last_event(uninterrupted.stdout, "done")["params_sha256"]
