@@ -23,8 +23,8 @@ from components.cluster import SYSTEM_NODE_SELECTOR, EksCluster
 from components.efs_config import MODEL_DIRECTORY, MODEL_PVC, STORAGE_CLASS, Efs
 from components.handover import helm_release
 from components.iam import Scope, aws_scope
-from components.names import SLURM_NAMESPACE, claim_volume_name
 from components.network import Network
+from components.static_claims import StaticVolume, claim_in
 
 NFS_PORT = 2049  # docs.aws.amazon.com/efs/latest/ug/network-access.html: mount targets admit NFS on TCP 2049
 CSI_DRIVER = "efs.csi.aws.com"
@@ -175,22 +175,8 @@ class ModelStorage(pulumi.ComponentResource):
         take the handle `efs:<fs>::<fsap>` and get TLS (examples/kubernetes/efs/access_points/README.md at
         v3.4.1); the node plugin stages nothing (pkg/driver/driver.go nodeCaps: volume stats only), so volumes
         sharing a handle mount apart."""
-        suffix = "" if namespace == SLURM_NAMESPACE else f"-{namespace}"
-        volume_name = claim_volume_name(MODEL_PVC, namespace)
         handle = pulumi.Output.format("efs:{0}::{1}", self.file_system_id, self._access_point.id)
-        pv = k8s.core.v1.PersistentVolume(
-            f"{self._name}-models-pv{suffix}",
-            metadata={"name": volume_name},
-            spec={"capacity": {"storage": self._efs.claim_size}, "volumeMode": "Filesystem",
-                  "accessModes": ["ReadWriteMany"], "persistentVolumeReclaimPolicy": "Retain",
-                  "storageClassName": "", "claimRef": {"namespace": namespace, "name": MODEL_PVC},
-                  # Read-only at the volume too: no pod of any namespace writes the shared weights through it.
-                  "csi": {"driver": CSI_DRIVER, "volumeHandle": handle, "readOnly": True}},
-            opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=list(self._ready)))
-        pvc = k8s.core.v1.PersistentVolumeClaim(
-            f"{self._name}-models{suffix}",
-            metadata={"name": MODEL_PVC, "namespace": namespace},
-            spec={"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": volume_name,
-                  "resources": {"requests": {"storage": self._efs.claim_size}}},
-            opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[pv, *depends_on]))
-        return [pv, pvc]
+        # Read-only at the volume too: no pod of any namespace writes the shared weights through it.
+        volume = StaticVolume(MODEL_PVC, f"{self._name}-models-pv", f"{self._name}-models", self._efs.claim_size,
+                              {"driver": CSI_DRIVER, "volumeHandle": handle, "readOnly": True}, self._ready)
+        return claim_in(volume, namespace, depends_on, self, self._provider)

@@ -20,8 +20,9 @@ import pulumi_kubernetes as k8s
 from components import config as cfg
 from components.cluster import SYSTEM_NODE_SELECTOR, EksCluster
 from components.handover import helm_release
-from components.names import SHARED_PVC, SLURM_NAMESPACE, claim_volume_name
+from components.names import SHARED_PVC
 from components.network import Network
+from components.static_claims import StaticVolume, claim_in
 
 LUSTRE_PORTS = ((988, 988), (1018, 1023))  # LNET, and the privileged ports Lustre clients connect from
 LUSTRE_VERSION = "2.15"  # required for PERSISTENT_2 metadata configuration
@@ -191,30 +192,9 @@ class SharedStorage(pulumi.ComponentResource):
         """The `fsx-shared` claim in `namespace` (after `depends_on`, e.g. the namespace) on a static volume of
         the same file system: every namespace's pods see the same /shared. The driver has no NodeStage (aws-fsx-
         csi-driver pkg/driver/node.go nodeCaps is empty at v1.9.0), so volumes sharing a handle mount apart."""
-        suffix = "" if namespace == SLURM_NAMESPACE else f"-{namespace}"
-        volume_name = claim_volume_name(SHARED_PVC, namespace)
-        capacity = f"{self._fsx.capacity_gib}Gi"
-        pv = k8s.core.v1.PersistentVolume(
-            f"{self._name}-pv{suffix}",
-            metadata={"name": volume_name},
-            spec={
-                "capacity": {"storage": capacity},
-                "volumeMode": "Filesystem",
-                "accessModes": ["ReadWriteMany"],
-                # Deleting the claim never touches the data.
-                "persistentVolumeReclaimPolicy": "Retain",
-                "storageClassName": "",
-                "mountOptions": MOUNT_OPTIONS,
-                # Reserved for our claim: no other claim can bind this volume first.
-                "claimRef": {"namespace": namespace, "name": SHARED_PVC},
-                "csi": {"driver": CSI_DRIVER, "volumeHandle": self.file_system_id,
-                        "volumeAttributes": {"dnsname": self.dns_name, "mountname": self.mount_name}},
-            },
-            opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[self._driver]))
-        pvc = k8s.core.v1.PersistentVolumeClaim(
-            f"{self._name}-pvc{suffix}",
-            metadata={"name": SHARED_PVC, "namespace": namespace},
-            spec={"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": volume_name,
-                  "resources": {"requests": {"storage": capacity}}},
-            opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[pv, *depends_on]))
-        return [pv, pvc]
+        volume = StaticVolume(
+            SHARED_PVC, f"{self._name}-pv", f"{self._name}-pvc", f"{self._fsx.capacity_gib}Gi",
+            {"driver": CSI_DRIVER, "volumeHandle": self.file_system_id,
+             "volumeAttributes": {"dnsname": self.dns_name, "mountname": self.mount_name}},
+            [self._driver], MOUNT_OPTIONS)
+        return claim_in(volume, namespace, depends_on, self, self._provider)
