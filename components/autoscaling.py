@@ -20,6 +20,7 @@ from components.cluster import SYSTEM_NODE_SELECTOR
 from components.config import ClusterConfig
 from components.config_base import duration_seconds
 from components.names import SLURM_NAMESPACE
+from components.observability import kube_prometheus_values
 from components.segmented_namespaces import Namespaces
 from components.slinky.charts import KEDA, KUBE_PROMETHEUS_STACK, release
 from components.slinky.specs import API_VERSION
@@ -64,6 +65,8 @@ def scaled_object_spec(name: str, config: ClusterConfig) -> dict[str, Any]:
 class AutoscalingArgs:
     config: ClusterConfig
     namespaces: Namespaces  # KEDA's and Prometheus's, and the Kubernetes provider
+    storage_class: pulumi.Resource  # Grafana's volume (components/slinky/state_storage.py)
+    grafana_role_arn: pulumi.Input[str]  # Grafana's CloudWatch reader (components/observability_cloudwatch.py)
 
 
 class Autoscaling(pulumi.ComponentResource):
@@ -71,6 +74,7 @@ class Autoscaling(pulumi.ComponentResource):
     `scale(nodesets)` adds one ScaledObject per NodeSet."""
 
     metrics: k8s.helm.v3.Release
+    monitoring: list[pulumi.Resource]  # the monitoring Namespace and its NetworkPolicies
 
     def __init__(self, name: str, args: AutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("slurm-eks:index:Autoscaling", name, None, opts)
@@ -81,9 +85,10 @@ class Autoscaling(pulumi.ComponentResource):
                              args.namespaces.create(f"namespace-{KEDA.namespace}", KEDA.namespace, self))
         monitoring = args.namespaces.create(f"namespace-{KUBE_PROMETHEUS_STACK.namespace}",
                                             KUBE_PROMETHEUS_STACK.namespace, self)
+        self.monitoring = monitoring
         self.metrics = release(PROMETHEUS_RELEASE, KUBE_PROMETHEUS_STACK, {
-            "alertmanager": {"enabled": False},
-            "grafana": {"enabled": False},
+            # Grafana (a gp3 volume: after the storage class), the dashboards' sidecar and the alert rules.
+            **kube_prometheus_values(args.config, args.grafana_role_arn),
             "prometheusOperator": {**on_system, "admissionWebhooks": {"patch": on_system}},
             "kube-state-metrics": on_system,
             "prometheus": {"prometheusSpec": {
@@ -93,7 +98,7 @@ class Autoscaling(pulumi.ComponentResource):
                 "podMonitorSelectorNilUsesHelmValues": False,
                 "retention": "15d",
             }},
-        }, provider, self, monitoring)
+        }, provider, self, [*monitoring, args.storage_class])
         self.register_outputs({"prometheus": PROMETHEUS_URL})
 
     def scale(self, nodesets: dict[str, pulumi.Resource]) -> None:

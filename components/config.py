@@ -15,6 +15,7 @@ from components.addons_config import Addons
 from components.config_base import Cidr, FsxEvent, Model, SlurmTime
 from components.efs_config import Efs
 from components.gitops_config import GitOps
+from components.health_config import Health
 from components.k8s_pools_config import KubernetesPool, NodeGroup
 from components.teams import Account, Identity, Priority, Qos, SlurmName
 
@@ -214,6 +215,7 @@ class ClusterConfig(Model):
     kubernetes_pools: dict[str, KubernetesPool] = Field(default_factory=dict)  # nodes Slurm never uses
     addons: Addons = Field(default_factory=Addons)  # the Kubernetes-native side (components/addons_config.py)
     gitops: GitOps | None = None  # Argo CD applies the Kubernetes side (components/gitops_config.py)
+    health: Health = Field(default_factory=Health)  # node checks, repair, active checks (components/health_config.py)
 
     def name_for(self, stack: str) -> str:
         return self.cluster_name or f"slurm-eks-{stack}"

@@ -25,6 +25,8 @@ from components.names import ML_NAMESPACE, SLURM_NAMESPACE
 from components.namespaces import ARGOCD, JUPYTERHUB
 from components.namespaces import MPI_OPERATOR as MPI_OPERATOR_NAMESPACE
 from components.namespaces import NAME_LABEL as NAMESPACE_LABEL
+from components.node_repair import METRICS_PORT as REPAIR_METRICS
+from components.node_repair import POD_LABELS as REPAIR_POD
 from components.slinky.charts import (
     CERT_MANAGER,
     KEDA,
@@ -79,6 +81,9 @@ KEDA_OPERATOR_POD = {NAME_LABEL: "keda-operator"}
 # prometheus on the pods of every Prometheus it runs; 9090 is its web port (components/autoscaling.py).
 PROMETHEUS_POD = {NAME_LABEL: "prometheus"}
 PROMETHEUS_PORT = 9090
+# grafana-community/helm-charts grafana-12.10.4 charts/grafana/templates/_helpers.tpl selectorLabels, under
+# kube-prometheus-stack's release `prometheus`.
+GRAFANA_POD = {NAME_LABEL: "grafana", "app.kubernetes.io/instance": "prometheus"}
 # mariadb-operator 26.6.0 pkg/builder/labels/labels.go WithMariaDBSelectorLabels: name mariadb, instance <name>.
 MARIADB_POD = {NAME_LABEL: "mariadb"}
 # What Prometheus scrapes outside its namespace (kube-prometheus-stack 88.2.0's default ServiceMonitors):
@@ -184,7 +189,7 @@ def slurm_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[d
     ns = SLURM_NAMESPACE
     in_cluster_db = config.slurm.accounting.database == "in-cluster"
     clients = [pods("slurmd"), pods("login"), pods("slurmrestd"), pods("slurmdbd"), JOB_PODS,
-               pods(PROMETHEUS_POD, KUBE_PROMETHEUS_STACK.namespace)]
+               pods(PROMETHEUS_POD, KUBE_PROMETHEUS_STACK.namespace), pods(REPAIR_POD)]
     database: Peer = pods(MARIADB_POD) if in_cluster_db else block(vpc_cidr)
     found = [
         *baseline(ns, vpc_cidr, JOB_SHELLS_EXCLUDED),
@@ -216,7 +221,7 @@ def slurm_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[d
                        {"to": [pods("slurmd")], "ports": [ANY_PORT_ABOVE_1023]},
                        internet(vpc_cidr)]),
         policy(ns, "slurmdbd", app_selector("slurmdbd"),
-               ingress=[{"from": [pods("slurmctld"), pods("login"), pods("slurmrestd"), JOB_PODS],
+               ingress=[{"from": [pods("slurmctld"), pods("login"), pods("slurmrestd"), JOB_PODS, pods(REPAIR_POD)],
                          "ports": tcp(SLURMDBD)}],
                egress=[{"to": [pods("slurmctld")], "ports": tcp(SLURMCTLD)},
                        {"to": [database], "ports": tcp(MARIADB)},
@@ -228,6 +233,13 @@ def slurm_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[d
                ingress=[{"from": [pods(SLURM_OPERATOR_POD, SLURM_OPERATOR.namespace),
                                   *([pods(NOTEBOOK_POD, JUPYTERHUB)] if config.addons.jupyterhub else [])],
                          "ports": tcp(SLURMRESTD)}],
+               egress=[{"to": [pods("slurmctld")], "ports": tcp(SLURMCTLD)},
+                       {"to": [pods("slurmdbd")], "ports": tcp(SLURMDBD)}]),
+        # The repair controller (components/node_repair.py): a Slurm client (sacct for finished check jobs), its
+        # Kubernetes API calls through the baseline's 443, and Prometheus scraping its metrics.
+        policy(ns, "repair", app_selector(REPAIR_POD),
+               ingress=[{"from": [pods(PROMETHEUS_POD, KUBE_PROMETHEUS_STACK.namespace)],
+                         "ports": tcp(REPAIR_METRICS)}],
                egress=[{"to": [pods("slurmctld")], "ports": tcp(SLURMCTLD)},
                        {"to": [pods("slurmdbd")], "ports": tcp(SLURMDBD)}]),
         policy(ns, "accounts-reconcile", JOB_PODS["podSelector"],
@@ -257,7 +269,10 @@ def cross_namespace(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[
                ingress=[{"from": [pods(KEDA_OPERATOR_POD, keda)], "ports": tcp(PROMETHEUS_PORT)}],
                egress=[{"to": [block(vpc_cidr)], "ports": tcp(*NODE_SCRAPE_PORTS)},
                        {"to": [namespace_peer(KUBE_SYSTEM)], "ports": tcp(COREDNS_METRICS)},
-                       {"to": [pods("slurmctld", SLURM_NAMESPACE)], "ports": tcp(SLURMCTLD)}]),
+                       {"to": [pods("slurmctld", SLURM_NAMESPACE)], "ports": tcp(SLURMCTLD)},
+                       {"to": [pods(REPAIR_POD, SLURM_NAMESPACE)], "ports": tcp(REPAIR_METRICS)}]),
+        # Grafana's CloudWatch data source (FSx throughput) calls CloudWatch and STS at their public endpoints.
+        policy(monitoring, "grafana-to-aws-apis", app_selector(GRAFANA_POD), egress=[internet(vpc_cidr, 443)]),
     ]
     if config.slurm.accounting.database == "in-cluster":
         found.append(policy(MARIADB_OPERATOR.namespace, "operator-to-mariadb", {},

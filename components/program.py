@@ -17,7 +17,10 @@ from components.k8s_operators import K8sOperators, K8sOperatorsArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.names import SLURM_NAMESPACE
 from components.network import Network, NetworkArgs
+from components.node_repair import NodeRepair, NodeRepairArgs
 from components.nodepools import PartitionNodes, PartitionNodesArgs, PoolNodes
+from components.observability import Observability, ObservabilityArgs
+from components.observability_cloudwatch import GrafanaCloudWatch
 from components.problems import ConfigError
 from components.segmented_namespaces import Namespaces
 from components.slinky.cluster import SlurmCluster, SlurmClusterArgs
@@ -67,7 +70,9 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     # Slurm: operator, then the cluster; KEDA + Prometheus scale each partition's NodeSet.
     operator = SlinkyOperator("slinky", namespaces, opts)
     state_storage = StateStorage("slurm-state", StateStorageArgs(cluster, name), opts)
-    autoscaling = Autoscaling("autoscaling", AutoscalingArgs(config, namespaces), opts)
+    grafana_cloudwatch = GrafanaCloudWatch("grafana-cloudwatch", cluster, opts)  # FSx metrics in Grafana
+    autoscaling = Autoscaling("autoscaling", AutoscalingArgs(config, namespaces, state_storage.ready,
+                                                             grafana_cloudwatch.role_arn), opts)
     slurm = SlurmCluster("slurm", SlurmClusterArgs(
         config, name, cluster.provider, operator.ready, state_storage, network.vpc_id, vpc_cidr,
         network.private_subnet_ids, cluster.cluster_security_group_id, [autoscaling.metrics], cluster, namespaces),
@@ -77,6 +82,13 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     storage = SharedStorage("storage", SharedStorageArgs(
         config.storage.fsx, cluster, network.vpc_id, fsx_subnet(network, config.network), SLURM_NAMESPACE,
         slurm.namespace), opts)
+    # Grafana's dashboards (the FSx one on this file system), the GPU and Trainium exporters
+    # (components/observability.py).
+    Observability("observability", ObservabilityArgs(config, namespaces, autoscaling.metrics, autoscaling.monitoring,
+                                                     storage.file_system_id), opts)
+    # Nodes the checks drained are replaced; active checks measure idle ones (slurm/health/).
+    NodeRepair("repair", NodeRepairArgs(config, cluster.provider, [slurm.controller, autoscaling.metrics,
+                                                                   storage]), opts)
     outputs: dict[str, pulumi.Input[object]] = {}
     models: ModelStorage | None = None
     if config.storage.efs is not None:  # the model claim login and compute pods mount read-only

@@ -17,6 +17,7 @@ from components.addon_versions import ADDON_VERSIONS
 from components.config import ClusterConfig
 from components.efs_config import MODEL_DIRECTORY
 from components.gitops_config import HTTPS_URL, SSH_URL
+from components.health_settings import HEALTH_ACCOUNT
 from components.k8s_pools_config import NodeGroup
 from components.names import WORLD_CIDRS
 from components.problems import Problem, Severity
@@ -675,3 +676,14 @@ def gitops_repo(c: ClusterConfig) -> Iterator[Finding]:
                       "/ and no ..)")
     if not g.target_revision.strip() or any(ch.isspace() for ch in g.target_revision):
         yield Finding("gitops.targetRevision", g.target_revision, "not a branch, tag or commit", "e.g. main")
+
+
+@rule("health-active-checks")
+def health_active_checks(c: ClusterConfig) -> Iterator[Finding]:
+    for name in c.health.active_checks.partitions:
+        if name not in c.partitions:
+            yield Finding(f"health.activeChecks.partitions.{name}", name, "no such partition",
+                          f"use one of {', '.join(c.partitions)}")
+    if HEALTH_ACCOUNT in c.slurm.accounts:
+        yield Finding(f"slurm.accounts.{HEALTH_ACCOUNT}", HEALTH_ACCOUNT, "the account the active checks' probes "
+                      "run under (the stack makes it when it declares accounts)", "name your account differently")

@@ -55,12 +55,16 @@ BACKOFF_LIMIT = 6
 AWAIT = pulumi.CustomTimeouts(create="30m", update="30m")
 RETRY_ANNOTATIONS = {"pulumi.com/replaceUnready": "true"}
 RESOURCES = Resources(250, 256)
-SCRIPT = f"""set -euo pipefail
+# sackd first, then the client (bash -c): shared with the repair controller (components/node_repair.py).
+SACKD_START = f"""set -euo pipefail
 sackd --conf-server {CONTROLLER_ADDRESS} --disable-reconfig
 for _ in $(seq {SACKD_WAIT_S // 2}); do [ -S {SACK_SOCKET} ] && break; sleep 2; done
 [ -S {SACK_SOCKET} ] || {{ echo "no configuration from {CONTROLLER_ADDRESS} in {SACKD_WAIT_S} s" >&2; exit 1; }}
-exec python3 -m slurm.accounts apply --desired {DOCUMENT_DIR}/{DOCUMENT}
 """
+SCRIPT = f"{SACKD_START}exec python3 -m slurm.accounts apply --desired {DOCUMENT_DIR}/{DOCUMENT}\n"
+KEY_MOUNT = {"name": "slurm-key", "mountPath": KEY_DIR, "readOnly": True}
+KEY_VOLUME = {"name": "slurm-key", "secret": {"secretName": specs.SLURM_KEY.name, "defaultMode": 0o400,
+                                               "items": [{"key": specs.SLURM_KEY.key, "path": specs.SLURM_KEY.key}]}}
 
 
 def package_files() -> dict[str, str]:
@@ -75,6 +79,21 @@ def job_name(document: str, code: dict[str, str]) -> str:
     return f"{DOCUMENT_CONFIG_MAP}-{digest.hexdigest()[:10]}"
 
 
+def client_container(config: ClusterConfig, name: str, script: str, mounts: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Slurm client container on the login image running `script` (after SACKD_START) with the slurm.key, the
+    code under CODE_ROOT (a volume named `code`) and `mounts`."""
+    return {
+        "name": name,
+        "image": slurm_image(config.slurm, "login"),
+        "command": ["bash", "-c", script],
+        "env": [{"name": "SLURM_SACK_KEY", "value": f"{KEY_DIR}/{specs.SLURM_KEY.key}"},
+                {"name": "PYTHONPATH", "value": CODE_ROOT},
+                {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+        "resources": specs.guaranteed(RESOURCES),
+        "volumeMounts": [KEY_MOUNT, *mounts, {"name": "code", "mountPath": CODE_ROOT, "readOnly": True}],
+    }
+
+
 def job_spec(config: ClusterConfig, code: dict[str, str]) -> dict[str, Any]:
     """The Job's `spec`: one pod on the system nodes, the login image, the key, the document and the code."""
     code_items = [{"key": name, "path": f"slurm/accounts/{name}"} for name in sorted(code)]
@@ -84,24 +103,10 @@ def job_spec(config: ClusterConfig, code: dict[str, str]) -> dict[str, Any]:
             "restartPolicy": "Never",
             "automountServiceAccountToken": False,
             "nodeSelector": SYSTEM_NODE_SELECTOR,
-            "containers": [{
-                "name": "reconcile",
-                "image": slurm_image(config.slurm, "login"),
-                "command": ["bash", "-c", SCRIPT],
-                "env": [{"name": "SLURM_SACK_KEY", "value": f"{KEY_DIR}/{specs.SLURM_KEY.key}"},
-                        {"name": "PYTHONPATH", "value": CODE_ROOT},
-                        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
-                "resources": specs.guaranteed(RESOURCES),
-                "volumeMounts": [{"name": "slurm-key", "mountPath": KEY_DIR, "readOnly": True},
-                                 {"name": "document", "mountPath": DOCUMENT_DIR, "readOnly": True},
-                                 {"name": "code", "mountPath": CODE_ROOT, "readOnly": True}],
-            }],
-            "volumes": [
-                {"name": "slurm-key", "secret": {"secretName": specs.SLURM_KEY.name, "defaultMode": 0o400,
-                                                 "items": [{"key": specs.SLURM_KEY.key, "path": specs.SLURM_KEY.key}]}},
-                {"name": "document", "configMap": {"name": DOCUMENT_CONFIG_MAP}},
-                {"name": "code", "configMap": {"name": CODE_CONFIG_MAP, "items": code_items}},
-            ],
+            "containers": [client_container(config, "reconcile", SCRIPT, [
+                {"name": "document", "mountPath": DOCUMENT_DIR, "readOnly": True}])],
+            "volumes": [KEY_VOLUME, {"name": "document", "configMap": {"name": DOCUMENT_CONFIG_MAP}},
+                        {"name": "code", "configMap": {"name": CODE_CONFIG_MAP, "items": code_items}}],
         }},
     }
 

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from components.config import ClusterConfig
+from components.health_settings import ACTIVE_CHECK_USER, HEALTH_ACCOUNT, active_checks
 from components.teams import Account, Qos
 
 FORMAT = 1
@@ -38,14 +39,19 @@ def _account(account: Account) -> dict[str, Any]:
 def desired_document(config: ClusterConfig, cluster_name: str) -> dict[str, Any]:
     """`cluster_name` is the Controller's clusterName (slurmdbd keeps it in lower case, slurm.conf(5))."""
     memberships: dict[str, list[str]] = {}
-    for name, account in config.slurm.accounts.items():
+    accounts = dict(config.slurm.accounts)
+    if accounts and active_checks(config):
+        # The active checks' probes (jobs of `slurm`) need an association once associations are enforced.
+        accounts[HEALTH_ACCOUNT] = Account(description="slurm-eks active checks (node health probes)",
+                                           users=[ACTIVE_CHECK_USER])
+    for name, account in accounts.items():
         for user in account.users:
             memberships.setdefault(user, []).append(name)
     return {
         "format": FORMAT,
         "cluster": cluster_name.lower(),
         "qos": {name: _qos(qos) for name, qos in config.slurm.qos.items()},
-        "accounts": {name: _account(account) for name, account in config.slurm.accounts.items()},
+        "accounts": {name: _account(account) for name, account in accounts.items()},
         "users": {user: {"Accounts": sorted(accounts), "DefaultAccount": accounts[0]}
                   for user, accounts in memberships.items()},
     }

@@ -24,7 +24,7 @@ from components.config import ClusterConfig
 from components.names import SLURM_NAMESPACE
 from components.scheduling import partition_instance
 from components.segmented_namespaces import Namespaces
-from components.slinky import identity, slurm_conf, specs
+from components.slinky import identity, node_health, slurm_conf, specs
 from components.slinky.accounts import accounts_reconcile
 from components.slinky.host_access import host_access_policy
 from components.slinky.state_storage import StateStorage
@@ -62,6 +62,7 @@ class SlurmCluster(pulumi.ComponentResource):
 
     namespace: list[pulumi.Resource]
     nodesets: dict[str, k8s.apiextensions.CustomResource]
+    controller: k8s.apiextensions.CustomResource  # slurmctld: what Slurm clients (the repair controller) wait for
 
     def __init__(self, name: str, args: SlurmClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("slurm-eks:index:SlurmCluster", name, None, opts)
@@ -83,7 +84,7 @@ class SlurmCluster(pulumi.ComponentResource):
         instances = {pname: partition_instance(p) for pname, p in c.partitions.items()}
         files = slurm_conf.config_files(instances)
         config_maps = [self._object(f"{name}-{cm}", k8s.core.v1.ConfigMap, cm, base, data=data)
-                       for cm, data in files.items()]
+                       for cm, data in (files | node_health.config_maps(c)).items()]
         partitions = self._object(f"{name}-partitions", k8s.core.v1.ConfigMap, PARTITIONS_CONFIG_MAP, base,
                                   data={"partitions.json": json.dumps(specs.partitions_document(c), indent=2,
                                                                       sort_keys=True)})
@@ -96,7 +97,7 @@ class SlurmCluster(pulumi.ComponentResource):
         ready = [args.operator, *args.depends_on, *auth]
         accounting = self._slinky(f"{name}-accounting", "Accounting", specs.CONTROLLER,
                                   specs.accounting_spec(c, db.database), [*ready, *db.ready])
-        controller = self._slinky(
+        controller = self.controller = self._slinky(
             f"{name}-controller", "Controller", specs.CONTROLLER,
             specs.controller_spec(c, args.cluster_name, args.storage.storage_class, list(files)),
             [*ready, *config_maps, *people_files, accounting])

@@ -35,6 +35,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.health_settings import DCGM_JOB_MAP_DIR
 from components.names import SLURM_NAMESPACE
 from components.namespaces import NAME_LABEL, SLINKY
 
@@ -81,8 +82,11 @@ VALIDATIONS: list[dict[str, str]] = [
                    "!(has(object.spec.hostPID) && object.spec.hostPID) && "
                    "!(has(object.spec.hostIPC) && object.spec.hostIPC)",
      "message": "no pod in the slurm namespace may use hostNetwork, hostPID or hostIPC"},
-    {"expression": "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.hostPath))",
-     "message": "no pod in the slurm namespace may mount a hostPath volume"},
+    # One exception: slurmd's dcgm-exporter job-mapping directory (job ids only; components/slinky/node_health.py).
+    {"expression": "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.hostPath) || "
+                   f"(variables.slurmd && v.hostPath.path == '{DCGM_JOB_MAP_DIR}'))",
+     "message": "no pod in the slurm namespace may mount a hostPath volume (NodeSet pods: only "
+                f"{DCGM_JOB_MAP_DIR})"},
     {"expression": "variables.containers.all(c, !has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))",
      "message": "no pod in the slurm namespace may use a hostPort"},
     {"expression": f"variables.privileged.all(name, variables.slurmd && name == '{SLURMD_CONTAINER}')",

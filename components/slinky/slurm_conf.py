@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from components.catalog import InstanceType
 from components.config import ClusterConfig, Partition
+from components.health_settings import HEALTH_ACCOUNT, active_checks
 
 SLURM_CONF: dict[str, str] = {
     # 25.11's defaults, written out because the lines below depend on them: memory is a consumable resource,
@@ -128,6 +129,8 @@ def partition_conf(name: str, config: ClusterConfig) -> str:
     if name == config.default_partition:
         options.append("Default=YES")
     if partition.accounts:
-        # Only these accounts' jobs (and their sub-accounts': "This list is hierarchical").
-        options.append(f"AllowAccounts={','.join(partition.accounts)}")
+        # Only these accounts' jobs (and their sub-accounts': "This list is hierarchical"), and the active
+        # checks' probes where they run (components/health_settings.py).
+        checked = [HEALTH_ACCOUNT] if name in active_checks(config) else []
+        options.append(f"AllowAccounts={','.join([*partition.accounts, *checked])}")
     return " ".join(options)

@@ -14,6 +14,7 @@ from components.catalog import Resources
 from components.cluster import SYSTEM_NODE_SELECTOR
 from components.config import ClusterConfig, Partition
 from components.efs_config import model_volume
+from components.health_settings import health_slurm_conf
 from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT, SHARED_MOUNT, SHARED_PVC, SHARED_VOLUME_NAME
 from components.scheduling import (
     device_requests,
@@ -23,7 +24,7 @@ from components.scheduling import (
     partition_instance,
     tolerations_for,
 )
-from components.slinky import identity, slurm_conf
+from components.slinky import identity, node_health, slurm_conf
 from components.slinky.images import slurm_image, training_image
 
 API_VERSION = "slinky.slurm.net/v1beta1"
@@ -192,7 +193,10 @@ def controller_spec(config: ClusterConfig, cluster_name: str, storage_class: pul
         "metrics": {"enabled": True, "serviceMonitor": {
             "enabled": True, "interval": "30s", "endpoints": [{"path": p} for p in METRICS_ENDPOINTS]}},
         "template": on_system_nodes(pod),
-        "extraConf": slurm_conf.controller_extra_conf(instances) + slurm_conf.lines(slurm_conf.accounting_conf(config)),
+        # node-check.sh as Prolog and Epilog (components/slinky/node_health.py), its settings in extraConf.
+        **node_health.controller_fields(),
+        "extraConf": slurm_conf.controller_extra_conf(instances) + slurm_conf.lines(
+            slurm_conf.accounting_conf(config) | health_slurm_conf(config)),
     }
 
 
@@ -283,14 +287,15 @@ def nodeset_spec(name: str, config: ClusterConfig) -> dict[str, Any]:
         "slurmd": with_mounts({
             "image": image,
             "resources": guaranteed(slurmd_resources(partition), devices),
-            "volumeMounts": [SHARED_VOLUME_MOUNT, *model_mounts, SHM_VOLUME_MOUNT],
+            "volumeMounts": [SHARED_VOLUME_MOUNT, *model_mounts, SHM_VOLUME_MOUNT,
+                             *node_health.nodeset_mounts(name, config)],
         }, pod),
         "logfile": logfile_sidecar(image),
         "partition": {"enabled": True, "config": slurm_conf.partition_conf(name, config)},
         "template": pod_template({
             "nodeSelector": node_labels(name, instance),
             "tolerations": tolerations_for(node_taints(instance)),
-            "volumes": [SHARED_VOLUME, *model_volumes, SHM_VOLUME],
+            "volumes": [SHARED_VOLUME, *model_volumes, SHM_VOLUME, *node_health.nodeset_volumes(name, config)],
         }, pod),
         # New templates reach pods as they are replaced (autoscaling recycles them), never under a job.
         "updateStrategy": {"type": "OnDelete"},

@@ -29,6 +29,7 @@ class StateStorage(pulumi.ComponentResource):
     """`storage_class` names a StorageClass of encrypted gp3 volumes that are retained when their claim goes."""
 
     storage_class: pulumi.Output[str]
+    ready: pulumi.Resource  # the StorageClass: what a claim on it waits for
 
     def __init__(self, name: str, args: StateStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("slurm-eks:index:StateStorage", name, None, opts)
@@ -47,7 +48,7 @@ class StateStorage(pulumi.ComponentResource):
             # Retain: deleting a claim by mistake must not delete Slurm's state with it.
             reclaim_policy="Retain", volume_binding_mode="WaitForFirstConsumer", allow_volume_expansion=True,
             opts=pulumi.ResourceOptions(parent=self, provider=args.cluster.provider, depends_on=[addon]))
-        self.storage_class = storage_class.metadata.name
+        self.storage_class, self.ready = storage_class.metadata.name, storage_class
         self.register_outputs({"storageClass": self.storage_class})
 
 

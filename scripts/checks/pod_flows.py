@@ -25,10 +25,17 @@ from typing import Any
 
 from components.accounting_db import IN_CLUSTER_NAME
 from components.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
+from components.autoscaling import PROMETHEUS_RELEASE
 from components.config import ClusterConfig
 from components.names import ML_NAMESPACE, SLURM_NAMESPACE
 from components.namespaces import ARGOCD, JUPYTERHUB, KUBERAY, MPI_OPERATOR, VOLCANO
 from components.namespaces import NAME_LABEL as NAMESPACE_LABEL
+from components.node_repair import METRICS_PORT as REPAIR_METRICS
+from components.node_repair import POD_LABELS as REPAIR_POD
+from components.observability_dcgm import DCGM_RELEASE
+from components.observability_neuron import LABELS as NEURON_MONITOR_POD
+from components.observability_neuron import PORT as NEURON_MONITOR_PORT
+from components.scheduling import partition_instance
 from components.slinky.charts import CERT_MANAGER, KEDA, KUBE_PROMETHEUS_STACK, MARIADB_OPERATOR, SLURM_OPERATOR
 from components.slinky.specs import CONTROLLER
 from scripts.checks.findings import Finding
@@ -248,6 +255,12 @@ def endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
             "prometheus": PROMETHEUS, "operator.prometheus.io/name": PROMETHEUS}, {"web": 9090}),
         "prometheus-operator": Pod("the Prometheus operator", KUBE_PROMETHEUS_STACK.namespace,
                                    {"app": "kube-prometheus-stack-operator", "release": "prometheus"}),
+        # components/node_repair.py: the repair controller's Deployment (its pod template's labels).
+        "repair": Pod("the repair controller", ns, dict(REPAIR_POD), {"metrics": REPAIR_METRICS}),
+        # grafana-community/helm-charts grafana-12.10.4 charts/grafana/templates/_helpers.tpl selectorLabels (the
+        # release is kube-prometheus-stack's), values.yaml service.targetPort 3000.
+        "grafana": Pod("Grafana", KUBE_PROMETHEUS_STACK.namespace, _app("grafana", PROMETHEUS_RELEASE),
+                       {"grafana": 3000}),
         # cert-manager v1.21.1 deploy/charts/cert-manager/templates/webhook-deployment.yaml.
         "cert-manager webhook": Pod("cert-manager's webhook", CERT_MANAGER.namespace,
                                     _app("webhook", "cert-manager", "webhook")),
@@ -265,6 +278,14 @@ def endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
         found["mariadb"] = Pod("the in-cluster MariaDB", ns, _app("mariadb", IN_CLUSTER_NAME))
         found["mariadb-operator"] = Pod("the mariadb-operator", MARIADB_OPERATOR.namespace,
                                         _app("mariadb-operator", "mariadb-operator"))
+    if any(partition_instance(p).accelerator == "nvidia" for p in config.partitions.values()):
+        # NVIDIA/dcgm-exporter 4.5.3-4.8.2 deployment/templates/_helpers.tpl selectorLabels; values.yaml
+        # service.port 9400.
+        found["dcgm-exporter"] = Pod("dcgm-exporter", KUBE_PROMETHEUS_STACK.namespace,
+                                     _app(DCGM_RELEASE, DCGM_RELEASE, DCGM_RELEASE), {"metrics": 9400})
+    if any(partition_instance(p).accelerator == "neuron" for p in config.partitions.values()):
+        found["neuron-monitor"] = Pod("neuron-monitor", KUBE_PROMETHEUS_STACK.namespace, dict(NEURON_MONITOR_POD),
+                                      {"metrics": NEURON_MONITOR_PORT})
     found.update(k8s_job_endpoints(config))
     found.update(jupyterhub_endpoints(config))
     found.update(argocd_endpoints(config))
@@ -348,14 +369,14 @@ def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str
     for pod in (p for p in e.values() if isinstance(p, Pod) and p.namespace != "kube-system"):
         for protocol in ("UDP", "TCP"):
             yield Flow(pod, e["coredns"], protocol, (53, 53), "every pod resolves names with CoreDNS")
-    for key in ("slurmctld", "slurmdbd", "slurmrestd", "slurm-operator", "keda-operator", "prometheus"):
+    for key in ("slurmctld", "slurmdbd", "slurmrestd", "slurm-operator", "keda-operator", "prometheus", "repair"):
         yield Flow(e[key], control_plane, "TCP", (443, 443), "controllers and Slurm daemons read the Kubernetes API")
     for key, port in (("slurm-operator webhook", 9443), ("keda webhooks", 9443), ("keda metrics", 6443),
                       ("cert-manager webhook", 10250), ("prometheus-operator", 10250)):
         yield Flow(control_plane, e[key], "TCP", (port, port), "the API server calls a webhook or aggregated API")
-    for client in (*computes, login, slurmrestd, slurmdbd, e["accounts job"], e["prometheus"]):
+    for client in (*computes, login, slurmrestd, slurmdbd, e["accounts job"], e["prometheus"], e["repair"]):
         yield Flow(client, slurmctld, "TCP", (6817, 6817), "Slurm clients, slurmd and Prometheus reach slurmctld")
-    for client in (slurmctld, login, slurmrestd, e["accounts job"]):
+    for client in (slurmctld, login, slurmrestd, e["accounts job"], e["repair"]):
         yield Flow(client, slurmdbd, "TCP", (6819, 6819), "accounting: slurmctld, sacct/sacctmgr, slurmrestd")
     yield Flow(slurmdbd, database, "TCP", (3306, 3306), "slurmdbd writes accounting to MariaDB")
     if in_cluster:
@@ -366,6 +387,13 @@ def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str
             yield Flow(client, world, "TCP", (443, 443), "Secrets Manager, STS and the RDS CA bundle over HTTPS")
     yield Flow(e["slurm-operator"], slurmrestd, "TCP", (6820, 6820), "the operator drains nodes through slurmrestd")
     yield Flow(e["keda-operator"], e["prometheus"], "TCP", (9090, 9090), "KEDA's scalers query Prometheus")
+    yield Flow(e["prometheus"], e["repair"], "TCP", (REPAIR_METRICS, REPAIR_METRICS),
+               "Prometheus scrapes the repair controller (replacements, drained nodes, bandwidth)")
+    yield Flow(e["grafana"], e["prometheus"], "TCP", (9090, 9090), "Grafana's dashboards query Prometheus")
+    yield Flow(e["grafana"], world, "TCP", (443, 443), "Grafana's CloudWatch data source (FSx) and STS over HTTPS")
+    for key, port in (("dcgm-exporter", 9400), ("neuron-monitor", NEURON_MONITOR_PORT)):
+        if key in e:
+            yield Flow(e["prometheus"], e[key], "TCP", (port, port), "Prometheus scrapes the accelerator exporters")
     for cidr in (*config.slurm.login.allowed_cidrs, *vpc_cidrs):
         yield Flow(Address(f"SSH clients {cidr}", (cidr,)), login, "TCP", (22, 22), "SSH to the login pods via the NLB")
     for compute in computes:
@@ -376,6 +404,7 @@ def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str
         for peer in computes:
             yield Flow(compute, peer, "TCP", ALL_PORTS, "NCCL sockets, PMIx and step fan-out between slurmd pods")
         for target, port in ((slurmdbd, 6819), (slurmrestd, 6820), (e["prometheus"], 9090), (database, 3306),
+                             (e["repair"], REPAIR_METRICS),
                              (e["slurm-operator webhook"], 9443), (e["cert-manager webhook"], 10250),
                              (e["keda metrics"], 6443), (control_plane, 443), (imds, 80)):
             yield Flow(compute, target, "TCP", (port, port), "a job reaches no Slurm, cluster or node service",

@@ -52,8 +52,9 @@ def test_the_shipped_stacks_pass(stack: str) -> None:
     roles = {r.service_account: r for r in controller_roles(plan)}
     # Not vacuous: every controller's role is found, and Karpenter's requests cover each node class.
     # The VPC CNI's role (aws-node) holds only the AWS-managed CNI policy, which the plan does not show; on RDS,
-    # the database-user Job's reads the one master secret (tests/plan/test_secrets.py).
-    others = {"system:serviceaccount:kube-system:aws-node"} | (
+    # the database-user Job's reads the one master secret (tests/plan/test_secrets.py); Grafana's reads
+    # CloudWatch metrics only (tests/observability/test_cloudwatch.py).
+    others = {"system:serviceaccount:kube-system:aws-node", "system:serviceaccount:monitoring:prometheus-grafana"} | (
         {"system:serviceaccount:slurm:slurm-db-user"} if stack == "prod" else set())
     # The EFS CSI controller exists only where storage.efs is on (prod).
     controllers = {c.service_account for c in CONTROLLERS if stack == "prod" or c.name != "the EFS CSI controller"}

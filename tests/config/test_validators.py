@@ -215,6 +215,12 @@ CASES["gitops-repo"] = [  # more cases: tests/gitops/test_gitops.py
     ("prod", set_at("gitops", {"repoURL": "git@git.example.com:o/r.git", "path": "/abs"}), "gitops.path",
      "inside the repository")]
 
+CASES["health-active-checks"] = [
+    ("prod", set_at("health", {"activeChecks": {"partitions": {"gpu-h10": {}}}}),
+     "health.activeChecks.partitions.gpu-h10", "no such partition"),
+    ("prod", set_at("slurm.accounts.slurm-eks-health", {"users": ["alice"]}), "slurm.accounts.slurm-eks-health",
+     "active checks' probes")]
+
 
 def test_every_validator_has_cases() -> None:
     assert set(CASES) == set(VALIDATORS)

@@ -33,136 +33,49 @@ when EnforcePartLimits is set (src/slurmctld/job_mgr.c `_valid_job_part` after `
 - `Topology=` in `--conf`, which Slinky's image adds from the pod's topology annotation: node lines accept it
   from 25.05 on. And 22.05 needs TreeWidth=65533 for dynamic nodes; 25.11 does not, and Slinky does not set it.
 - jobs fenced by cgroups (the Controller's task/cgroup, proctrack/cgroup): no cgroups on this machine.
+- the node checks (HealthCheckProgram, Prolog, Epilog): tests/integration/test_node_health.py runs them.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from components.config import ClusterConfig
-from components.scheduling import partition_instance
-from components.slinky import specs
-from components.validation import parse_cluster_config
 from slurm import client
-from slurm.backend import JobClientError, SubmitOptions
-from slurm.cli_backend import CliBackend, parse_parsable, run
+from slurm.backend import JobClientError
+from slurm.cli_backend import CliBackend, run
 from slurm.jobinfo import JobInfo
 from slurm.local import ClusterStatus
 from slurm.local.dynamic import DynamicCluster, dynamic_nodes
 from slurm.local.node import node_state
-from tests.config.helpers import raw_config
+from tests.integration.slinky_nodes import BACKEND, PERSON, TIMEOUT_S, NodeSet, empty_partition, without_node_checks
 
 pytestmark = pytest.mark.slurm
-STACK = "dev"
-# People run jobs as themselves: the Controller's `DisableRootJobs=YES` refuses root's. These tests submit as
-# `nobody` (on every Debian system), given an association under Slurm's `root` account for the module, since the
-# Controller's `AccountingStorageEnforce=associations` refuses a user without one.
-PERSON = "nobody"
-
-
-class AsPerson(CliBackend):
-    """sbatch as PERSON; everything else (squeue, sacct, scancel, the output file) as root, like an operator."""
-
-    def submit(self, script: Path, options: SubmitOptions) -> int:
-        return parse_parsable(run(["runuser", "-u", PERSON, "--", "sbatch", "--parsable", *options.sbatch_args(),
-                                   str(script)]))
-
-
-BACKEND = AsPerson()
-TIMEOUT_S = 60
 # The operator's reasons (slurmcontrol.go FormatNodeReason; nodeset_sync.go processCondemned; worker_app.go).
 DRAIN_REASON = "slurm-operator: Pod (slurm/{pod}) is pending termination for scale-in"
 PRESTOP_REASON = "slurm-operator: Pod is terminating"
 
 
-@dataclass(frozen=True)
-class NodeSet:
-    """One partition's NodeSet as Slurm sees it on the cluster."""
-
-    name: str
-    slurm_conf: tuple[str, ...]  # the lines the operator writes for it, then the Controller's extraConf
-    slurmd_conf: str  # the `--conf` its pods' slurmd gets
-    gpus: int
-
-    def pod(self, ordinal: int) -> str:
-        """Pod name, which is the Slurm node name (nodeset/utils/utils.go GetOrdinalPodName, no padding)."""
-        return f"{self.name}-{ordinal}"
-
-
-def slinky_slurmd_conf(nodeset: str, extra_conf: str) -> str:
-    """worker_app.go `slurmdConfArgs`: the NodeSet's name is always a feature; Feature/Features items are
-    merged into it; keys are title-cased and the items sorted."""
-    items: dict[str, list[str]] = {"Features": [nodeset]}
-    for item in extra_conf.split(" ") if extra_conf else []:
-        key, value = item.split("=", 1)
-        key = "Features" if key.title() in ("Feature", "Features") else key.title()
-        items.setdefault(key, []).append(value)
-    return " ".join(sorted(f"{key}={','.join(values)}" for key, values in items.items()))
-
-
-def slinky_nodeset(config: ClusterConfig, name: str) -> NodeSet:
-    spec = specs.nodeset_spec(name, config)
-    # The Slurm NodeSet is named after the NodeSet object (ours: the partition) unless the pod template sets a
-    # hostname (internal/builder/common/common.go GetSlurmNodeSetName).
-    assert "hostname" not in spec["template"]["spec"]
-    lines = [f"NodeSet={name} Feature={name}"]
-    if spec["partition"]["enabled"]:
-        lines.append(f"PartitionName={name} Nodes={name} {spec['partition']['config']}")
-    # Name, storage class and ConfigMaps do not touch extraConf.
-    controller = specs.controller_spec(config, cluster_name="slurm", storage_class="gp3", config_maps=[])
-    extra = controller.get("extraConf", "")
-    return NodeSet(
-        name=name,
-        slurm_conf=(*lines, *extra.splitlines()),
-        slurmd_conf=slinky_slurmd_conf(name, spec.get("extraConf", "")),
-        gpus=partition_instance(config.partitions[name]).accelerators,
-    )
-
-
 @pytest.fixture(scope="module")
-def nodeset() -> NodeSet:
-    config, _ = parse_cluster_config(raw_config(STACK), STACK)
-    gpu_partitions = [n for n, p in config.partitions.items() if partition_instance(p).accelerator == "nvidia"]
-    return slinky_nodeset(config, gpu_partitions[0])
-
-
-@pytest.fixture(scope="module")
-def dynamic_cluster(local_slurm: ClusterStatus, nodeset: NodeSet) -> Iterator[DynamicCluster]:
+def dynamic_cluster(local_slurm: ClusterStatus, nodeset: NodeSet, config: ClusterConfig) -> Iterator[DynamicCluster]:
     run(["sacctmgr", "-i", "add", "user", PERSON, "account=root"])
     try:
-        with dynamic_nodes(nodeset.slurm_conf, nodeset.gpus) as cluster:
+        with dynamic_nodes(without_node_checks(nodeset, config), nodeset.gpus) as cluster:
             yield cluster
     finally:
         run(["sacctmgr", "-i", "delete", "user", PERSON])
 
 
 @pytest.fixture
-def workdir() -> Iterator[Path]:
-    """Job scripts and outputs where PERSON may read and write (pytest's own tmp_path is root's alone)."""
-    path = Path(tempfile.mkdtemp(prefix="scale-from-zero-"))
-    path.chmod(0o777)
-    yield path
-    shutil.rmtree(path)
-
-
-@pytest.fixture
 def cluster(dynamic_cluster: DynamicCluster, nodeset: NodeSet) -> Iterator[DynamicCluster]:
     """Each test starts, and leaves, the NodeSet's partition without nodes and without jobs."""
     yield dynamic_cluster
-    active = [j.job_id for j in client.list_jobs(BACKEND) if j.partition == nodeset.name and not j.finished]
-    for job_id in active:
-        client.cancel(job_id, BACKEND)
-    for job_id in active:
-        client.wait_for(job_id, timeout_s=TIMEOUT_S, backend=BACKEND)
-    dynamic_cluster.leave_all()
+    empty_partition(dynamic_cluster, nodeset)
 
 
 def submit(workdir: Path, nodeset: NodeSet, name: str, wait_for: Path | None = None) -> int:

@@ -147,8 +147,10 @@ def test_each_nodeset_is_autoscaled_on_its_own_queue(stack: str) -> None:
     prometheus = values["prometheus"]["prometheusSpec"]
     assert prometheus["serviceMonitorSelectorNilUsesHelmValues"] is False
     assert prometheus["podMonitorSelectorNilUsesHelmValues"] is False
-    # Prometheus is there for KEDA only: no Grafana (its chart's default admin password) and no Alertmanager.
-    assert values["grafana"] == {"enabled": False} and values["alertmanager"] == {"enabled": False}
+    # Grafana never with its chart's default admin password (components/observability.py's Secret instead);
+    # no Alertmanager without a receiver.
+    assert values["grafana"]["admin"]["existingSecret"] == "grafana-admin"
+    assert values["alertmanager"] == {"enabled": False}
 
 
 def test_keda_polls_as_often_as_docs_operating_md_says() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from components.cluster import SYSTEM_NODE_SELECTOR
+from components.health_settings import DCGM_JOB_MAP_DIR
 from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT, SLURM_NAMESPACE
 from components.namespaces import NAME_LABEL, POD_SECURITY, PREFIX, VERSION
 from components.slinky import host_access
@@ -183,3 +184,17 @@ def test_login_pods_run_on_the_login_node_group_and_the_accounts_job_on_system_n
 def test_root_runs_no_job() -> None:
     (controller,) = objects(shipped_plan("dev"), "Controller").values()
     assert "DisableRootJobs=YES\n" in controller["spec"]["extraConf"]
+
+
+def test_the_dcgm_job_map_is_the_one_hostpath_and_only_for_slurmd() -> None:
+    """The prolog writes dcgm-exporter's job mapping on the node (components/slinky/node_health.py)."""
+    job_map = {"name": "dcgm-job-map", "hostPath": {"path": DCGM_JOB_MAP_DIR, "type": "DirectoryOrCreate"}}
+    pod = slurmd_pod()
+    pod["spec"]["volumes"].append(job_map)
+    assert denied(pod) == []
+    elsewhere = copy.deepcopy(pod)
+    elsewhere["spec"]["volumes"][-1]["hostPath"]["path"] = "/var/run"
+    assert denied(elsewhere)
+    login = login_pod()
+    login["spec"]["volumes"].append(job_map)
+    assert denied(login, user="system:serviceaccount:kube-system:replicaset-controller")

@@ -52,6 +52,20 @@ SLURM_CONF_25_11: dict[str, frozenset[str] | None] = {
     "PriorityWeightPartition": None, "PriorityWeightQOS": None, "PriorityDecayHalfLife": None, "PriorityMaxAge": None,
     "AccountingStorageEnforce": frozenset({"all", "associations", "limits", "nojobs", "nosteps", "qos", "safe",
                                            "wckeys"}),
+    # The node checks (components/health_settings.py); None: a path, a number of seconds.
+    "HealthCheckProgram": None, "HealthCheckInterval": None,
+    "HealthCheckNodeState": frozenset({"ALLOC", "ANY", "CYCLE", "IDLE", "NONDRAINED_IDLE", "MIXED", "START_ONLY"}),
+    "PrologFlags": frozenset({"Alloc", "Contain", "DeferBatch", "NoHold", "ForceRequeueOnFail", "RunInJob",
+                              "Serial"}),
+    # The flag options (options taking `=value` left out: we set none).
+    "SchedulerParameters": frozenset({
+        "allow_zero_lic", "assoc_limit_stop", "bf_allow_magnetic_slot", "bf_busy_nodes", "bf_continue",
+        "bf_hetjob_immediate", "bf_hetjob_prio", "bf_licenses", "bf_one_resv_per_job", "bf_running_job_reserve",
+        "bf_topopt_enable", "defer", "defer_batch", "disable_hetjob_steps", "disable_job_shrink",
+        "enable_hetjob_steps", "enable_job_state_cache", "enable_user_top", "extra_constraints",
+        "ignore_constraint_validation", "ignore_prefer_validation", "no_backup_scheduling", "nohold_on_prolog_fail",
+        "pack_serial_at_end", "reduce_completing_frag", "requeue_on_resume_failure", "salloc_wait_nodes",
+        "sbatch_wait_nodes", "spec_cores_first", "time_min_as_soft_limit", "whole_hetjob"}),
 }
 YES_NO = frozenset({"yes", "no"})
 CGROUP_CONF_25_11: dict[str, frozenset[str]] = {

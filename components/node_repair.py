@@ -1,0 +1,163 @@
+"""`NodeRepair`: the repair controller in the `slurm` namespace (slurm/health/, standard library only).
+
+It is a Slurm client the way the accounts reconcile is (components/slinky/accounts.py: the login image, sackd
+fetching the configuration and signing with the Controller's slurm.key), so it reads nodes with the same
+`scontrol show nodes --json` and drains with the same `scontrol update` as the local tests drive. The
+controller runs as `slurm` (uid 401 in Slinky's images, SlinkyProject/containers schedmd/slurm/25.11/
+ubuntu24.04/Dockerfile SLURM_USER_UID), which is SlurmUser (an administrator: it may drain nodes) and not
+root (whose jobs `DisableRootJobs=YES` refuses: the active checks are jobs); sackd starts as root first, as in
+the reconcile Job.
+
+Kubernetes: it reads the slurmd pod (Slinky names Slurm nodes after their pods) for its node, deletes that
+node's Karpenter NodeClaim (karpenter.sh/v1; Karpenter drains and terminates the instance, and the NodeSet's
+pod comes back on a new one), and keeps its replacement history in a ConfigMap so its hourly bound survives a
+restart. One replica, replaced (not rolled): two controllers would double the bound. Metrics on METRICS_PORT,
+scraped through a PodMonitor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.cluster import SYSTEM_NODE_SELECTOR
+from components.config import ClusterConfig
+from components.health_settings import ACTIVE_CHECK_USER, active_checks, active_interval_seconds
+from components.names import SHARED_MOUNT, SLURM_NAMESPACE
+from components.scheduling import partition_instance
+from components.slinky import specs
+from components.slinky.accounts import KEY_VOLUME, SACKD_START, client_container
+
+NAME = "slurm-eks-repair"
+POD_LABELS = {"app.kubernetes.io/name": NAME}
+LEDGER_CONFIG_MAP = f"{NAME}-ledger"
+SETTINGS_CONFIG_MAP = f"{NAME}-settings"
+CODE_CONFIG_MAP = f"{NAME}-code"
+PACKAGE = Path(__file__).resolve().parent.parent / "slurm" / "health"
+SETTINGS_DIR = "/etc/slurm-eks/repair"
+METRICS_PORT = 9810
+SLURM_USER = ACTIVE_CHECK_USER
+PASS_SECONDS = 60
+# Probes (Slurm jobs as `slurm` on the checked node) write their output here; the controller reads it. Made by
+# root at start (FSx has no root squash unless configured), owned by `slurm`.
+ACTIVE_OUTPUT_DIR = f"{SHARED_MOUNT}/.slurm-eks/active-checks"
+SCRIPT = (f"{SACKD_START}install -d -o {SLURM_USER} -g {SLURM_USER} -m 0750 {ACTIVE_OUTPUT_DIR}\n"
+          f"exec runuser -u {SLURM_USER} -- python3 -m slurm.health --settings {SETTINGS_DIR}/settings.json\n")
+
+
+def package_files() -> dict[str, str]:
+    """The controller's source files by name (a ConfigMap key cannot hold a '/')."""
+    return {path.name: path.read_text() for path in sorted(PACKAGE.glob("*.py"))}
+
+
+def settings(config: ClusterConfig) -> dict[str, Any]:
+    """What the controller reads at start (slurm/health/__main__.py)."""
+    health = config.health
+    checks = {}
+    for name, check in active_checks(config).items():
+        instance = partition_instance(config.partitions[name])
+        nvidia = instance.accelerator == "nvidia"
+        checks[name] = {"kind": "nccl" if nvidia else "neuron",
+                        "ranks": instance.accelerators if nvidia else instance.neuron_cores,
+                        "floorGBps": check.min_bus_bandwidth_gbps}
+    return {
+        "namespace": SLURM_NAMESPACE,
+        "ledgerConfigMap": LEDGER_CONFIG_MAP,
+        "metricsPort": METRICS_PORT,
+        "passSeconds": PASS_SECONDS,
+        "repair": {"enabled": health.repair.enabled, "maxPerHour": health.repair.max_replacements_per_hour},
+        "activeChecks": {"intervalSeconds": active_interval_seconds(config), "outputDir": ACTIVE_OUTPUT_DIR,
+                         "relativeFloor": health.active_checks.relative_floor,
+                         "maxNodesPerRound": health.active_checks.max_nodes_per_round, "partitions": checks},
+    }
+
+
+def deployment_spec(config: ClusterConfig, code: dict[str, str], settings_json: str) -> dict[str, Any]:
+    code_items = [{"key": name, "path": f"slurm/health/{name}"} for name in sorted(code)]
+    # A new pod whenever the code or settings change (a running one would keep what it read at start).
+    digest = hashlib.sha256(settings_json.encode())
+    for name, text in sorted(code.items()):
+        digest.update(f"\0{name}\0{text}".encode())
+    container = client_container(config, "repair", SCRIPT, [
+        {"name": "settings", "mountPath": SETTINGS_DIR, "readOnly": True}, specs.SHARED_VOLUME_MOUNT])
+    container["env"].append({"name": "PYTHONUNBUFFERED", "value": "1"})  # its JSON log lines, as they happen
+    container["ports"] = [{"name": "metrics", "containerPort": METRICS_PORT}]
+    container["readinessProbe"] = {"httpGet": {"path": "/metrics", "port": "metrics"}, "periodSeconds": 30}
+    return {
+        "replicas": 1,
+        "strategy": {"type": "Recreate"},
+        "selector": {"matchLabels": POD_LABELS},
+        "template": {"metadata": {"labels": POD_LABELS,
+                                  "annotations": {"slurm-eks.io/config-sha256": digest.hexdigest()}}, "spec": {
+            "serviceAccountName": NAME,
+            "nodeSelector": SYSTEM_NODE_SELECTOR,
+            "containers": [container],
+            "volumes": [KEY_VOLUME, {"name": "settings", "configMap": {"name": SETTINGS_CONFIG_MAP}},
+                        {"name": "code", "configMap": {"name": CODE_CONFIG_MAP, "items": code_items}},
+                        specs.SHARED_VOLUME],
+        }},
+    }
+
+
+# Least privilege: its own pods' nodes, its ledger, and Karpenter's NodeClaims (read, delete).
+NAMESPACE_RULES = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [LEDGER_CONFIG_MAP], "verbs": ["get", "update"]},
+]
+CLUSTER_RULES = [{"apiGroups": ["karpenter.sh"], "resources": ["nodeclaims"], "verbs": ["get", "list", "delete"]}]
+
+
+@dataclass(frozen=True)
+class NodeRepairArgs:
+    config: ClusterConfig
+    provider: k8s.Provider
+    depends_on: list[pulumi.Resource]  # the Controller (slurmctld), the Prometheus CRDs (PodMonitor), /shared
+
+
+class NodeRepair(pulumi.ComponentResource):
+    def __init__(self, name: str, args: NodeRepairArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("slurm-eks:index:NodeRepair", name, None, opts)
+        code = package_files()
+
+        def options(after: list[pulumi.Resource], **more: Any) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=after, **more)
+
+        def meta(object_name: str) -> dict[str, Any]:
+            return {"name": object_name, "namespace": SLURM_NAMESPACE, "labels": POD_LABELS}
+
+        after = args.depends_on
+        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=meta(NAME), opts=options(after))
+        role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta(NAME), rules=NAMESPACE_RULES, opts=options(after))
+        cluster_role = k8s.rbac.v1.ClusterRole(f"{name}-cluster-role", metadata={"name": NAME, "labels": POD_LABELS},
+                                               rules=CLUSTER_RULES, opts=options(after))
+        subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": SLURM_NAMESPACE}]
+        bindings = [
+            k8s.rbac.v1.RoleBinding(f"{name}-binding", metadata=meta(NAME), subjects=subject,
+                                    role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+                                    opts=options([role, account])),
+            k8s.rbac.v1.ClusterRoleBinding(f"{name}-cluster-binding", metadata={"name": NAME, "labels": POD_LABELS},
+                                           subjects=subject, role_ref={"apiGroup": "rbac.authorization.k8s.io",
+                                                                       "kind": "ClusterRole", "name": NAME},
+                                           opts=options([cluster_role, account])),
+        ]
+        # The controller owns the ledger's data once it runs; Pulumi only makes sure the object exists.
+        ledger = k8s.core.v1.ConfigMap(f"{name}-ledger", metadata=meta(LEDGER_CONFIG_MAP),
+                                       opts=options(after, ignore_changes=["data"]))
+        settings_json = json.dumps(settings(args.config), indent=2, sort_keys=True)
+        maps = [k8s.core.v1.ConfigMap(f"{name}-settings", metadata=meta(SETTINGS_CONFIG_MAP),
+                                      data={"settings.json": settings_json}, opts=options(after)),
+                k8s.core.v1.ConfigMap(f"{name}-code", metadata=meta(CODE_CONFIG_MAP), data=code, opts=options(after))]
+        k8s.apps.v1.Deployment(f"{name}-deployment", metadata=meta(NAME),
+                               spec=deployment_spec(args.config, code, settings_json),
+                               opts=options([*after, *bindings, ledger, *maps]))
+        k8s.apiextensions.CustomResource(
+            f"{name}-pod-monitor", api_version="monitoring.coreos.com/v1", kind="PodMonitor", metadata=meta(NAME),
+            spec={"selector": {"matchLabels": POD_LABELS}, "podMetricsEndpoints": [{"port": "metrics"}]},
+            opts=options(after))
+        self.register_outputs({})

@@ -1,0 +1,36 @@
+"""The metrics the repair controller and the active checks export (Prometheus text format), by name, with
+their labels and help. Dashboards and alert rules (components/files/dashboards, components/observability*)
+may use only these and the exporters' documented metrics; tests hold them to that."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    kind: str  # "counter" or "gauge"
+    labels: tuple[str, ...]
+    help: str
+
+
+NODES_DRAINED = Metric("slurm_eks_nodes_drained", "gauge", ("partition", "check"),
+                       "Nodes drained now by a slurm-eks check, by the check that drained them.")
+NODES_DRAINED_BY_PERSON = Metric("slurm_eks_nodes_drained_by_person", "gauge", ("partition",),
+                                 "Nodes drained now with a reason a person wrote (never repaired automatically).")
+REPLACEMENTS = Metric("slurm_eks_repair_replacements_total", "counter", ("partition", "check"),
+                      "Nodes the repair controller had Karpenter replace (NodeClaim deleted).")
+REPAIRS_HELD = Metric("slurm_eks_repair_held_total", "counter", ("partition", "why"),
+                      "Replacements the controller held back (rate limit, no NodeClaim found, jobs still running).")
+REPAIR_ERRORS = Metric("slurm_eks_repair_errors_total", "counter", ("step",),
+                       "Controller passes that failed (reading Slurm, reading or deleting Kubernetes objects).")
+BUS_BANDWIDTH = Metric("slurm_eks_active_check_bus_bandwidth_gbps", "gauge", ("partition", "node", "check"),
+                       "Bus bandwidth (GB/s) the last active check measured on the node (nccl or neuron).")
+ACTIVE_CHECK_DRAINS = Metric("slurm_eks_active_check_drains_total", "counter", ("partition", "check"),
+                             "Nodes drained because the active check measured them below the threshold.")
+LAST_PASS = Metric("slurm_eks_repair_last_pass_timestamp_seconds", "gauge", (),
+                   "When the controller last finished a pass (Unix time): a stale value means it is stuck.")
+
+ALL: tuple[Metric, ...] = (NODES_DRAINED, NODES_DRAINED_BY_PERSON, REPLACEMENTS, REPAIRS_HELD, REPAIR_ERRORS,
+                           BUS_BANDWIDTH, ACTIVE_CHECK_DRAINS, LAST_PASS)

@@ -1,0 +1,63 @@
+"""repair.decide: each rule with a case that would break it."""
+
+from __future__ import annotations
+
+from slurm.health.ledger import Entry
+from slurm.health.nodes import SlurmNode
+from slurm.health.reasons import drain_reason
+from slurm.health.repair import Policy, decide
+
+NOW = 1_800_000_000.0
+POLICY = Policy(max_per_hour=2)
+
+
+def node(name: str, *states: str, reason: str = "", alloc: int = 0, part: str = "gpu-h100",
+         at: int = 1_799_990_000) -> SlurmNode:
+    return SlurmNode(name, frozenset(states), reason, "slurm", at, (part, "all"), (), alloc)
+
+
+def ours(check: str = "xid") -> str:
+    return drain_reason(check, "Xid 79 on GPU 3")
+
+
+def kinds(nodes: list[SlurmNode], history: list[Entry] | None = None) -> dict[str, tuple[str, str]]:
+    return {d.node: (d.kind, d.why) for d in decide(nodes, history or [], NOW, POLICY)}
+
+
+def test_person_drained_is_ignored_whatever_else() -> None:
+    assert kinds([node("a", "IDLE", "DRAIN", reason="fan noisy, checking"),
+                  node("b", "IDLE", "DRAIN", reason="slurm-eks:missing-space"),
+                  node("c", "IDLE", reason=ours())]) == {
+        "a": ("ignore", "person"), "b": ("ignore", "person"), "c": ("ignore", "not-drained")}
+
+
+def test_draining_waits_then_drained_is_replaced() -> None:
+    assert kinds([node("a", "MIXED", "DRAIN", reason=ours(), alloc=4)]) == {"a": ("wait", "jobs-running")}
+    decision = decide([node("a", "IDLE", "DRAIN", reason=ours("ecc"))], [], NOW, POLICY)[0]
+    assert (decision.kind, decision.partition, decision.check) == ("replace", "gpu-h100", "ecc")
+
+
+def test_third_in_an_hour_is_held_oldest_first() -> None:
+    nodes = [node(f"gpu-h100-{i}", "IDLE", "DRAIN", reason=ours(), at=1_799_990_000 - i) for i in range(3)]
+    assert kinds(nodes) == {"gpu-h100-2": ("replace", "drained"), "gpu-h100-1": ("replace", "drained"),
+                            "gpu-h100-0": ("hold", "rate-limit")}
+
+
+def test_history_counts_per_partition_in_a_rolling_hour() -> None:
+    history = [Entry("gpu-h100", "gpu-h100-7", "xid", "nc-1", NOW - 3000),
+               Entry("gpu-h100", "gpu-h100-8", "xid", "nc-2", NOW - 100),
+               Entry("trn2", "trn2-0", "neuron", "nc-3", NOW - 100)]
+    assert kinds([node("gpu-h100-0", "IDLE", "DRAIN", reason=ours())], history) == {
+        "gpu-h100-0": ("hold", "rate-limit")}
+    # an hour later the first entry is out of the window; another partition's entries never counted
+    later = decide([node("gpu-h100-0", "IDLE", "DRAIN", reason=ours()),
+                    node("p5-0", "IDLE", "DRAIN", reason=ours(), part="p5")], history, NOW + 700, POLICY)
+    assert [(d.node, d.kind) for d in later] == [("gpu-h100-0", "replace"), ("p5-0", "replace")]
+
+
+def test_node_replaced_in_the_last_half_hour_is_held() -> None:
+    history = [Entry("gpu-h100", "gpu-h100-0", "xid", "nc-1", NOW - 1700)]
+    assert kinds([node("gpu-h100-0", "IDLE", "DRAIN", reason=ours())], history) == {
+        "gpu-h100-0": ("hold", "replaced-recently")}
+    assert decide([node("gpu-h100-0", "IDLE", "DRAIN", reason=ours())], history, NOW + 200, POLICY)[0].kind == \
+        "replace"
