@@ -9,44 +9,56 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from slurm.health.active_runner import ActiveChecks, PartitionCheck, Probe
-from slurm.health.controller import log_json, repair_pass
+from slurm.health.controller import Log, log_json, repair_pass
 from slurm.health.kube import Kube
-from slurm.health.ledger import ConfigMapLedger
+from slurm.health.ledger import ConfigMapLedger, LedgerStore
 from slurm.health.metrics import Registry, serve
 from slurm.health.repair import Policy
-from slurm.health.slurm_access import CliSlurm
+from slurm.health.slurm_access import CliSlurm, SlurmAccess
 
 
-def active_checks(settings: dict[str, Any], probe: Probe) -> ActiveChecks:
-    active = settings["activeChecks"]
-    checks = {name: PartitionCheck(c["kind"], int(c["ranks"]), c.get("floorGBps"))
-              for name, c in active["partitions"].items()}
-    return ActiveChecks(checks, float(active["intervalSeconds"]), float(active["relativeFloor"]),
-                        int(active["maxNodesPerRound"]), probe)
+@dataclass
+class Controller:
+    """What the settings make: the repair policy, whether it acts, and the active checks."""
+
+    policy: Policy
+    act: bool  # repair.enabled: false only logs what it would replace
+    checks: ActiveChecks
+    pass_seconds: float
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any], probe: Probe | None = None) -> Controller:
+        active = settings["activeChecks"]
+        checks = {name: PartitionCheck(c["kind"], int(c["ranks"]), c.get("floorGBps"))
+                  for name, c in active["partitions"].items()}
+        return cls(Policy(max_per_hour=int(settings["repair"]["maxPerHour"])), bool(settings["repair"]["enabled"]),
+                   ActiveChecks(checks, float(active["intervalSeconds"]), float(active["relativeFloor"]),
+                                int(active["maxNodesPerRound"]), probe or Probe(Path(active["outputDir"]))),
+                   float(settings["passSeconds"]))
+
+    def one_pass(self, slurm: SlurmAccess, kube: Kube, ledger: LedgerStore, metrics: Registry, now: float,
+                 log: Log = log_json) -> None:
+        repair_pass(slurm, kube, ledger, self.policy, metrics, now, dry_run=not self.act, log=log)
+        self.checks.round(slurm, metrics, now, log)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python3 -m slurm.health")
     parser.add_argument("--settings", type=Path, required=True)
-    args = parser.parse_args(argv)
-    settings = json.loads(args.settings.read_text())
+    settings = json.loads(parser.parse_args(argv).settings.read_text())
+    controller = Controller.from_settings(settings)
     metrics = Registry()
     serve(metrics, port=int(settings["metricsPort"]))
     slurm, kube = CliSlurm(), Kube.in_cluster()
     ledger = ConfigMapLedger(kube, settings["ledgerConfigMap"], settings["namespace"])
-    repair = settings["repair"]
-    policy = Policy(max_per_hour=int(repair["maxPerHour"]))
-    checks = active_checks(settings, Probe(Path(settings["activeChecks"]["outputDir"])))
     while True:
-        now = time.time()
-        # With repair off, the controller says what it would replace and replaces nothing.
-        repair_pass(slurm, kube, ledger, policy, metrics, now, dry_run=not repair["enabled"])
-        checks.round(slurm, metrics, now, log_json)
-        time.sleep(float(settings["passSeconds"]))
+        controller.one_pass(slurm, kube, ledger, metrics, time.time())
+        time.sleep(controller.pass_seconds)
 
 
 if __name__ == "__main__":
