@@ -1,15 +1,16 @@
 """The node checks on the real local Slurm: slurmd runs slurm/health/node-check.sh as HealthCheckProgram,
-Prolog and Epilog with the dev stack's settings, on a dynamic node that joins the way a NodeSet pod does.
+Prolog and Epilog with the prod stack's settings, on a dynamic node of its gpu-h100 NodeSet (8 GPUs) that joins
+the way a NodeSet pod does.
 
 What is real: slurmctld and slurmd (Debian's 22.05.8), the script, the slurm.conf lines our Controller writes
 (HealthCheckNodeState, PrologFlags=Alloc, nohold_on_prolog_fail), the node's expectations (the env file the
-dev stack renders for its GPU partition), `scontrol update ... state=drain` and Slurm's requeue. What stands
-in: nvidia-smi (tests/health/fakes/nvidia-smi, told how many GPUs to report) and dmesg (empty); no FSx here,
-so no /shared check. slurmd runs the programs with its own environment (SLURMD_NODENAME, and for the prolog
-and epilog SLURM_SCRIPT_CONTEXT): a wrapper adds where the stand-ins and the env file are, then runs the real
-script. Local deviations: the wrapper's absolute path for Prolog/Epilog (the cluster lists them by file name
-and configless ships them, which 22.05 cannot), a 5 s HealthCheckInterval, and the local scheduler pass every
-2 s beside our nohold_on_prolog_fail.
+prod stack renders for gpu-h100), `scontrol update ... state=drain` and Slurm's requeue. What stands in:
+nvidia-smi (tests/health/fakes/nvidia-smi, told how many GPUs to report) and dmesg (empty); no FSx or EFA here,
+so no /shared or efa check (tests/health/test_node_check.py has those). slurmd runs the programs with its own
+environment (SLURMD_NODENAME, and for the prolog and epilog SLURM_SCRIPT_CONTEXT): a wrapper adds where the
+stand-ins and the env file are, then runs the real script. Local deviations: the wrapper's absolute path for
+Prolog/Epilog (the cluster lists them by file name and configless ships them, which 22.05 cannot), a 5 s
+HealthCheckInterval, and the local scheduler pass every 2 s beside our nohold_on_prolog_fail.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pytest
 
 from components.config import ClusterConfig
 from components.health_settings import health_slurm_conf, node_health_env
+from components.validation import parse_cluster_config
 from slurm import client
 from slurm.cli_backend import run
 from slurm.health import metric_names as m
@@ -40,6 +42,7 @@ from slurm.health.slurm_access import CliSlurm
 from slurm.local import ClusterStatus
 from slurm.local.dynamic import DynamicCluster, dynamic_nodes
 from slurm.local.node import NodeState, node_state
+from tests.config.helpers import raw_config
 from tests.health.test_kube import FakeKube
 from tests.health.test_kube import nodeclaim as fake_nodeclaim
 from tests.health.test_kube import pod as fake_pod
@@ -87,6 +90,13 @@ exec {SCRIPT} "$@"
 
 
 @pytest.fixture(scope="module")
+def config() -> ClusterConfig:
+    """prod: its gpu-h100 NodeSet has 8 GPUs (so the stand-in reports 7), and its Controller enforces associations
+    and fair share, as a real cluster's does."""
+    return parse_cluster_config(raw_config("prod"), "prod")[0]
+
+
+@pytest.fixture(scope="module")
 def checks(config: ClusterConfig, nodeset: NodeSet) -> Iterator[Checks]:
     root = Path(tempfile.mkdtemp(prefix="node-health-"))
     root.chmod(0o755)
@@ -95,7 +105,9 @@ def checks(config: ClusterConfig, nodeset: NodeSet) -> Iterator[Checks]:
         (root / "bin" / tool).symlink_to(FAKES / tool)
     env = node_health_env(config.partitions[nodeset.name], config)
     assert f"GPUS={nodeset.gpus}\n" in env  # the expectation comes from the stack, not from this test
-    local = {"SHARED_MOUNT": "", "DISK_PATHS": "/tmp", "MIN_FREE_MB": "1", "JOB_MAP_DIR": str(root / "job-map")}
+    # No FSx and no EFA on this machine; /tmp for the disk check; the job map where the test can read it.
+    local = {"SHARED_MOUNT": "", "EFA": "0", "DISK_PATHS": "/tmp", "MIN_FREE_MB": "1",
+             "JOB_MAP_DIR": str(root / "job-map")}
     lines = [line for line in env.splitlines() if line.split("=", 1)[0] not in local]
     (root / "health.env").write_text("\n".join([*lines, *(f"{k}={v}" for k, v in local.items())]) + "\n")
     wrapper = root / "node-check-local.sh"
@@ -221,9 +233,10 @@ def test_prolog_and_epilog_keep_dcgm_exporters_job_mapping(cluster: DynamicClust
     internal/pkg/transformation/hpc.go): the prolog writes them from SLURM_JOB_GPUS, the epilog removes them."""
     pod = nodeset.pod(0)
     cluster.join(pod, nodeset.slurmd_conf)
-    release = workdir / "release"
-    job_id = submit(workdir, nodeset, "mapped", body=f"until [ -e {release} ]; do sleep 0.2; done\n")
-    client.wait_for(job_id, lambda j: j.state == "RUNNING", TIMEOUT_S, backend=BACKEND)
+    started, release = workdir / "started", workdir / "release"
+    job_id = submit(workdir, nodeset, "mapped", body=f"touch {started}\nuntil [ -e {release} ]; do sleep 0.2; done\n")
+    # The batch script starts once the prolog is done (squeue may say RUNNING while the prolog still runs).
+    wait("the job's script started", started.exists)
     mapped = {path.name: path.read_text().split() for path in checks.job_map.glob("[0-9]*")}
     assert mapped == {str(gpu): [str(job_id)] for gpu in range(nodeset.gpus)}
     release.touch()
