@@ -9,6 +9,8 @@ ignore:  not drained, or drained by a person (a reason without the slurm-eks pre
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -19,11 +21,16 @@ from slurm.health.nodes import SlurmNode
 Kind = Literal["replace", "wait", "hold", "ignore"]
 
 
+# The bound counts replacements in any rolling hour; a node in the ledger this recently is not replaced again.
+WINDOW_SECONDS = 3600.0
+RECENT_SECONDS = 1800.0
+
+
 @dataclass(frozen=True)
 class Policy:
-    max_per_hour: int = 2  # replacements per partition in any rolling hour
-    window_seconds: float = 3600.0
-    recent_seconds: float = 1800.0  # a node in the ledger this recently is not replaced again
+    max_per_hour: int  # replacements per partition in any rolling hour (health.repair.maxReplacementsPerHour)
+    window_seconds: float = WINDOW_SECONDS
+    recent_seconds: float = RECENT_SECONDS
 
 
 @dataclass(frozen=True)
@@ -37,15 +44,12 @@ class Decision:
 
 def decide(nodes: Sequence[SlurmNode], history: Iterable[Entry], now: float, policy: Policy) -> list[Decision]:
     history = list(history)
-    replaced_in_window: dict[str, int] = {}
-    for entry in history:
-        if now - entry.time < policy.window_seconds:
-            replaced_in_window[entry.partition] = replaced_in_window.get(entry.partition, 0) + 1
+    replaced_in_window = Counter(e.partition for e in history if now - e.time < policy.window_seconds)
     recent = {e.node for e in history if now - e.time < policy.recent_seconds}
 
     decisions: list[Decision] = []
-    # Longest drained first, so a bounded partition replaces its oldest failures first.
-    for node in sorted(nodes, key=lambda n: (n.reason_time or 0, n.name)):
+    # Longest drained first, so a bounded partition replaces its oldest failures first (no time: last).
+    for node in sorted(nodes, key=lambda n: (math.inf if n.reason_time is None else n.reason_time, n.name)):
         check = node.check
         part = node.partition
         if not node.drain:
@@ -56,9 +60,9 @@ def decide(nodes: Sequence[SlurmNode], history: Iterable[Entry], now: float, pol
             decisions.append(Decision("wait", node.name, part, check.check, "jobs-running"))
         elif node.name in recent:
             decisions.append(Decision("hold", node.name, part, check.check, "replaced-recently"))
-        elif replaced_in_window.get(part, 0) >= policy.max_per_hour:
+        elif replaced_in_window[part] >= policy.max_per_hour:
             decisions.append(Decision("hold", node.name, part, check.check, "rate-limit"))
         else:
-            replaced_in_window[part] = replaced_in_window.get(part, 0) + 1
+            replaced_in_window[part] += 1
             decisions.append(Decision("replace", node.name, part, check.check, "drained"))
     return decisions

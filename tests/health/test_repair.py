@@ -61,3 +61,34 @@ def test_node_replaced_in_the_last_half_hour_is_held() -> None:
         "gpu-h100-0": ("hold", "replaced-recently")}
     assert decide([node("gpu-h100-0", "IDLE", "DRAIN", reason=ours())], history, NOW + 200, POLICY)[0].kind == \
         "replace"
+
+
+def test_the_windows_end_exactly_an_hour_and_half_an_hour_back() -> None:
+    """A replacement 3600 s ago no longer counts, 3599 s ago it does; the same for the 1800 s 'recently'."""
+    def entry(node: str, age: float) -> Entry:
+        return Entry("gpu-h100", node, "xid", "nc", NOW - age)
+
+    drained = [node("gpu-h100-0", "IDLE", "DRAIN", reason=ours())]
+    one = Policy(max_per_hour=1)
+    assert decide(drained, [entry("gpu-h100-9", 3599)], NOW, one)[0].why == "rate-limit"
+    assert decide(drained, [entry("gpu-h100-9", 3600)], NOW, one)[0].kind == "replace"
+    assert decide(drained, [entry("gpu-h100-0", 1799)], NOW, POLICY)[0].why == "replaced-recently"
+    assert decide(drained, [entry("gpu-h100-0", 1800)], NOW, POLICY)[0].kind == "replace"
+    assert (Policy(max_per_hour=1).window_seconds, Policy(max_per_hour=1).recent_seconds) == (3600, 1800)
+
+
+def test_a_bound_already_exceeded_still_holds_and_one_per_hour_replaces_one() -> None:
+    """max lowered after a busy hour (3 in the window, max 2): still held; max 1 with no history: one goes."""
+    history = [Entry("gpu-h100", f"gpu-h100-{i}", "xid", "nc", NOW - 100) for i in (7, 8, 9)]
+    assert kinds([node("gpu-h100-0", "IDLE", "DRAIN", reason=ours())], history) == {
+        "gpu-h100-0": ("hold", "rate-limit")}
+    two = [node(f"gpu-h100-{i}", "IDLE", "DRAIN", reason=ours(), at=1_799_990_000 + i) for i in range(2)]
+    assert [(d.node, d.kind) for d in decide(two, [], NOW, Policy(max_per_hour=1))] == [
+        ("gpu-h100-0", "replace"), ("gpu-h100-1", "hold")]
+
+
+def test_a_drained_node_without_a_reason_time_comes_last() -> None:
+    timeless = SlurmNode("gpu-h100-0", frozenset({"IDLE", "DRAIN"}), ours(), "slurm", None, ("gpu-h100",))
+    dated = node("gpu-h100-1", "IDLE", "DRAIN", reason=ours(), at=1)
+    assert [d.node for d in decide([timeless, dated], [], NOW, Policy(max_per_hour=1))] == [
+        "gpu-h100-1", "gpu-h100-0"]
