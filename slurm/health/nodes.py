@@ -27,12 +27,12 @@ _BUSY = frozenset({"ALLOCATED", "MIXED", "COMPLETING"})
 class SlurmNode:
     name: str
     states: frozenset[str]  # upper-case base state and flags, e.g. {"IDLE", "DRAIN"}
+    alloc_cpus: int
     reason: str = ""
     reason_user: str = ""
     reason_time: int | None = None  # Unix time the reason was set
     partitions: tuple[str, ...] = ()
     features: tuple[str, ...] = ()
-    alloc_cpus: int = 0
 
     @property
     def drain(self) -> bool:
@@ -73,8 +73,8 @@ def _time(value: Any) -> int | None:
     if isinstance(value, Mapping):
         if not value.get("set") or value.get("infinite"):
             return None
-        return int(value.get("number", 0))
-    return int(value) if isinstance(value, int) and value > 0 else None
+        return int(value["number"])
+    return (value or None) if isinstance(value, int) else None
 
 
 def parse_node(raw: Mapping[str, Any]) -> SlurmNode:

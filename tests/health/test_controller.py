@@ -50,7 +50,7 @@ class FixedSlurm:
 
 
 def drained(name: str, at: int) -> SlurmNode:
-    return SlurmNode(name, frozenset({"IDLE", "DRAIN"}), drain_reason("ecc", "uncorrectable ECC"), "slurm", at,
+    return SlurmNode(name, frozenset({"IDLE", "DRAIN"}), 0, drain_reason("ecc", "uncorrectable ECC"), "slurm", at,
                      ("gpu-h100", "all"))
 
 
@@ -97,7 +97,7 @@ def test_replaces_ours_waits_for_jobs_never_touches_a_persons(fake: FakeKube, tm
 
 
 def test_person_drained_is_never_deleted_even_with_a_nodeclaim(fake: FakeKube, tmp_path: Path) -> None:
-    person = SlurmNode("gpu-h100-2", frozenset({"IDLE", "DRAIN"}), "slurm-eks maintenance by bob", "bob", 1,
+    person = SlurmNode("gpu-h100-2", frozenset({"IDLE", "DRAIN"}), 0, "slurm-eks maintenance by bob", "bob", 1,
                        ("gpu-h100",))
     run = Run(fake, tmp_path)
     for minute in range(3):

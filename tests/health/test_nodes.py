@@ -37,9 +37,9 @@ def test_v0044_fixture_follows_the_schema() -> None:
 
 def test_v0044_nodes() -> None:
     drained, draining, person = parse_nodes(load("nodes-v0.0.44.json"))
-    assert drained == SlurmNode("gpu-h100-0", frozenset({"IDLE", "DRAIN"}),
+    assert drained == SlurmNode("gpu-h100-0", frozenset({"IDLE", "DRAIN"}), 0,
                                 "slurm-eks: gpu-count: nvidia-smi sees 7 GPUs, GRES says 8", "slurm", 1796194697,
-                                ("gpu-h100", "all"), ("gpu-h100", "p5.48xlarge"), 0)
+                                ("gpu-h100", "all"), ("gpu-h100", "p5.48xlarge"))
     assert drained.drained and not drained.draining and drained.check and drained.check.check == "gpu-count"
     assert drained.partition == "gpu-h100"
     assert draining.draining and not draining.drained and draining.alloc_cpus == 96
@@ -64,10 +64,11 @@ def test_2205_captures() -> None:
     ({"MIXED", "DRAIN"}, 1, False, True),
     ({"COMPLETING", "IDLE", "DRAIN"}, 0, False, True),  # epilog still running
     ({"IDLE", "DRAIN"}, 4, False, True),  # CPUs still allocated whatever the state words say
+    ({"IDLE", "DRAIN"}, 1, False, True),
     ({"DOWN", "DRAIN"}, 0, True, False),
 ])
 def test_drained_and_draining(states: set[str], alloc: int, drained: bool, draining: bool) -> None:
-    node = SlurmNode("n", frozenset(states), alloc_cpus=alloc)
+    node = SlurmNode("n", frozenset(states), alloc)
     assert (node.drained, node.draining) == (drained, draining)
 
 

@@ -13,7 +13,7 @@ POLICY = Policy(max_per_hour=2)
 
 def node(name: str, *states: str, reason: str = "", alloc: int = 0, part: str = "gpu-h100",
          at: int = 1_799_990_000) -> SlurmNode:
-    return SlurmNode(name, frozenset(states), reason, "slurm", at, (part, "all"), (), alloc)
+    return SlurmNode(name, frozenset(states), alloc, reason, "slurm", at, (part, "all"), ())
 
 
 def ours(check: str = "xid") -> str:
@@ -88,7 +88,7 @@ def test_a_bound_already_exceeded_still_holds_and_one_per_hour_replaces_one() ->
 
 
 def test_a_drained_node_without_a_reason_time_comes_last() -> None:
-    timeless = SlurmNode("gpu-h100-0", frozenset({"IDLE", "DRAIN"}), ours(), "slurm", None, ("gpu-h100",))
+    timeless = SlurmNode("gpu-h100-0", frozenset({"IDLE", "DRAIN"}), 0, ours(), "slurm", None, ("gpu-h100",))
     dated = node("gpu-h100-1", "IDLE", "DRAIN", reason=ours(), at=1)
     assert [d.node for d in decide([timeless, dated], [], NOW, Policy(max_per_hour=1))] == [
         "gpu-h100-1", "gpu-h100-0"]

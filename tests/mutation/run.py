@@ -57,7 +57,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "slurm/jobinfo.py": ("tests/slurm/test_jobinfo_normalise.py", "tests/slurm/test_client_backends.py"),
     "scripts/offline/diff.py": ("tests/cli/test_diff.py",),
     "slurm/health/repair.py": ("tests/health/test_repair.py", "tests/health/test_controller.py"),
-    "slurm/health/nodes.py": ("tests/health/test_nodes.py",),
+    "slurm/health/nodes.py": ("tests/health/test_nodes.py", "tests/health/test_repair.py"),
     "slurm/health/active.py": ("tests/health/test_active.py",),
 }
 
