@@ -32,6 +32,7 @@ from slurm.health.active import (
     neuron_script,
     probe_targets,
     pyxis_image,
+    threshold,
 )
 from slurm.health.reasons import parse_reason
 
@@ -272,3 +273,20 @@ def test_standard_library_only() -> None:
             for name in names:
                 top = name.split(".")[0]
                 assert top in sys.stdlib_module_names or name.startswith("slurm.health") or top == "__future__", name
+
+
+def test_boundaries_of_the_scripts_the_threshold_and_the_targets() -> None:
+    """Each limit at its edge: one GPU and two NeuronCores are enough; a fraction of exactly 1 is allowed; a
+    node probed exactly `interval` ago is due; a node in every probe state is probed; a partition already over
+    its probes gets none; a name sorting after "localhost" without a dot is no registry; an upper-case one is."""
+    assert "--ntasks-per-node=1" in nccl_script(1, NCCL_TESTS_IMAGE, "/tmp")
+    assert "-r 2 " in neuron_script(2, NEURON_IMAGE, "/tmp")
+    assert threshold({"a": 100.0, "b": 100.0, "c": 100.0}, None, 1.0) is not None
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError):
+            threshold({"a": 1.0}, None, bad)
+    every = [("n0", {"IDLE", "DYNAMIC_NORM", "CLOUD"}, 0)]
+    assert probe_targets(every, {"n0": 0.0}, 100.0, 100.0, 1) == ["n0"]
+    assert probe_targets(every, {}, 100.0, 100.0, -1) == []
+    assert pyxis_image("nvidia/cuda:12.8.1") == "nvidia/cuda:12.8.1"
+    assert pyxis_image("MyRegistry/team/image:1") == "MyRegistry#team/image:1"
