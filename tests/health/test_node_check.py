@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from slurm.health.reasons import parse_reason
+from tests.conftest import require_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "slurm" / "health" / "node-check.sh"
@@ -107,12 +108,11 @@ def test_script_is_executable_and_parses():
 
 
 def test_shellcheck():
-    if shutil.which("shellcheck") is None:
-        pytest.skip("shellcheck is not installed")
-    subprocess.run(["shellcheck", str(SCRIPT)], check=True)
+    shellcheck = require_tool("shellcheck", "make system-packages installs it")  # under CI=true: a failure
+    subprocess.run([shellcheck, str(SCRIPT)], check=True)
     # SC1091: the fakes source _calllog.sh by a path shellcheck cannot follow.
     fakes = [str(p) for p in FAKES.iterdir()]
-    subprocess.run(["shellcheck", "-s", "bash", "-e", "SC1091", *fakes], check=True)
+    subprocess.run([shellcheck, "-s", "bash", "-e", "SC1091", *fakes], check=True)
 
 
 def test_no_env_file_exits_0_and_calls_nothing(node: Node):
