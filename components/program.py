@@ -14,6 +14,7 @@ from components.gitops import ArgoCd
 from components.handover import hand_over_to
 from components.jupyterhub import JupyterHubArgs, JupyterHubRelease
 from components.k8s_operators import K8sOperators, K8sOperatorsArgs
+from components.k8s_pools_config import NodeGroup
 from components.karpenter import Karpenter, KarpenterArgs
 from components.names import SLURM_NAMESPACE
 from components.network import Network, NetworkArgs
@@ -28,6 +29,15 @@ from components.slinky.operator import SlinkyOperator
 from components.slinky.state_storage import StateStorage, StateStorageArgs
 from components.storage import SharedStorage, SharedStorageArgs, fsx_subnet, repository_buckets
 from components.validation import parse_cluster_config
+
+
+def node_groups(config: ClusterConfig) -> dict[str, dict[str, dict[str, object]]]:
+    """What each partition and Kubernetes pool may run: the cost estimate (scripts/cost) prices the plan from it."""
+    def group(g: NodeGroup) -> dict[str, object]:
+        return {"instanceTypes": list(g.instance_types), "minNodes": g.min_nodes, "maxNodes": g.max_nodes,
+                "capacityType": g.capacity_type}
+    return {"partitions": {n: group(p) for n, p in config.partitions.items()},
+            "kubernetesPools": {n: group(p) for n, p in config.kubernetes_pools.items()}}
 
 
 def load_config() -> ClusterConfig:
@@ -104,6 +114,7 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     return {
         "slurmNamespace": SLURM_NAMESPACE,
         "slurmPartitions": list(slurm.nodesets),
+        "nodeGroups": node_groups(config),
         "clusterName": name,
         "region": config.region,
         "vpcId": network.vpc_id,

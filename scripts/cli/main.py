@@ -17,6 +17,7 @@ from components.stackfile import STACKS_DIR, load_stack, stack_file
 from scripts.cli.accounts import accounts_app
 from scripts.cli.advise import advise
 from scripts.cli.check import check
+from scripts.cli.cost import cost
 from scripts.cli.data import data_app
 from scripts.cli.gitops import gitops_app
 from scripts.cli.k8s import k8s_app
@@ -24,6 +25,8 @@ from scripts.cli.policy import policy
 from scripts.cli.preflight import preflight
 from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config, print_problems
 from scripts.cli.slurm import job_app, local_app
+from scripts.cost.price_table import PriceTable
+from scripts.cost.render import plan_cost_change
 from scripts.offline.diff import diff_plans, render_markdown, render_text
 from scripts.offline.plan_model import Plan
 
@@ -39,6 +42,7 @@ app.command()(preflight)
 app.command()(policy)
 app.command()(check)
 app.command()(advise)
+app.command()(cost)
 out = Console(soft_wrap=True)
 
 StackOpt = Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")]
@@ -140,6 +144,8 @@ def diff(
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
     result = diff_plans(before, after)
     text = render_markdown(result, title) if format is DiffFormat.markdown else render_text(result)
+    text += plan_cost_change(before, after, PriceTable.load(), markdown=format is DiffFormat.markdown,
+                             diff_empty=result.empty)
     typer.echo(text, nl=False)
     if exit_code and not result.empty:
         raise typer.Exit(1)

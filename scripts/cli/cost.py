@@ -1,0 +1,91 @@
+"""`slurm-eks cost --stack S`: what the stack costs per hour, idle (minNodes) and at full scale (maxNodes), from
+its offline plan and the price table (scripts/cost). Registered by scripts/cli/main.py with `app.command()(cost)`.
+
+Exit status: 0 printed, 2 the stack or the plan could not be read, or `--refresh` could not reach AWS.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from botocore.exceptions import BotoCoreError, ClientError
+from rich.console import Console
+
+from components.catalog import CATALOG
+from components.problems import ConfigError
+from components.stackfile import STACKS_DIR
+from scripts.cli.problems import CONFIG_ERROR_EXIT, fail_config
+from scripts.cost import price_list
+from scripts.cost.estimate import Estimate, estimate
+from scripts.cost.price_table import TABLE_PATH, PriceTable
+from scripts.cost.render import as_json, footnotes, table
+from scripts.offline.plan_model import Plan
+
+
+class CostFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+def _plan(stack: str, stacks_dir: Path, plan_dir: Path | None) -> Plan:
+    if plan_dir is not None:
+        return Plan.load(plan_dir)
+    from scripts.offline.plan import run_plan  # imports Pulumi
+
+    return run_plan(stack, stacks_dir)[0]
+
+
+def refresh(prices: PriceTable, plan: Plan) -> list[str]:
+    """Replace the plan region's instance prices with the Price List API's: every catalog type and every type the
+    plan's node groups use. Returns the types EC2 has no on-demand price for."""
+    region = plan.outputs["region"]
+    wanted = set(CATALOG) | {t for r in plan.of_type("eks:index:ManagedNodeGroup") for t in r.inputs["instanceTypes"]}
+    found = price_list.fetch_instance_prices(region, wanted)
+    today = datetime.now(UTC).date().isoformat()
+    prices.set_instances(region, found, price_list.SOURCE, price_list.WHERE, today)
+    prices.save()
+    return sorted(wanted - found.keys())
+
+
+def cost(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")],
+    stacks_dir: Annotated[Path, typer.Option(help="directory holding the Pulumi.<stack>.yaml files")] = STACKS_DIR,
+    plan_dir: Annotated[Path | None, typer.Option("--plan", exists=True,
+                                                  help="price this plan (from `slurm-eks plan --out`) instead of "
+                                                       "planning the stack")] = None,
+    prices_file: Annotated[Path, typer.Option("--prices", help="the price table")] = TABLE_PATH,
+    refresh_prices: Annotated[bool, typer.Option("--refresh", help="first fetch the region's instance prices from "
+                                                                   "the AWS Price List API into the table")] = False,
+    format: Annotated[CostFormat, typer.Option(help="table for people, json for tools")] = CostFormat.table,
+) -> None:
+    """Dollars per hour per partition and pool at maxNodes and at minNodes, plus the fixed part (EKS, NAT gateways,
+    system and login nodes, FSx, RDS, NLBs), at list prices; items without a price are named, never guessed."""
+    out, err = Console(soft_wrap=True), Console(stderr=True)
+    try:
+        plan, prices = _plan(stack, stacks_dir, plan_dir), PriceTable.load(prices_file)
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    except (OSError, ValueError, KeyError) as exc:
+        err.print(f"[red]error:[/] cannot read the plan or the price table: {exc}", highlight=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    if refresh_prices:
+        try:
+            unpriced = refresh(prices, plan)
+        except (BotoCoreError, ClientError) as exc:
+            err.print(f"[red]error:[/] the Price List API did not answer: {exc}", highlight=False)
+            err.print("set AWS credentials (pricing:GetProducts) and check the network", highlight=False)
+            raise typer.Exit(CONFIG_ERROR_EXIT) from None
+        err.print(f"refreshed {plan.outputs['region']} instance prices in {prices.path}"
+                  + (f"; EC2 has no on-demand price for {', '.join(unpriced)}" if unpriced else ""), highlight=False)
+    result: Estimate = estimate(plan, prices)
+    if format is CostFormat.json:
+        typer.echo(json.dumps(as_json(result), indent=2))
+        return
+    out.print(table(result, f"cost of stack {stack} in {result.region}, USD per hour"))
+    for line in footnotes(result, prices):
+        out.print(line, highlight=False, markup=False)

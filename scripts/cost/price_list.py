@@ -1,0 +1,61 @@
+"""Instance prices from the AWS Price List API (GetProducts), the way Karpenter fetches them
+(aws/karpenter-provider-aws v1.14.1 pkg/providers/pricing/pricing.go: NewAPI's endpoint choice,
+fetchOnDemandPricing's filters, onDemandPage's reading of each PriceList document).
+
+Only instance prices are refreshed: they are most of a training cluster's bill, and their filters are the ones
+Karpenter relies on. The fixed items keep the table's sourced values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+import boto3
+from botocore.client import BaseClient
+
+SOURCE = "price-list-api"
+WHERE = "AWS Price List API GetProducts (AmazonEC2, Linux, shared tenancy, on-demand)"
+
+
+def pricing_endpoint_region(region: str) -> str:
+    """The Price List API answers in a few regions only (pricing.go NewAPI)."""
+    for prefix, endpoint in (("ap-", "ap-south-1"), ("cn-", "cn-northwest-1"), ("eu-", "eu-central-1")):
+        if region.startswith(prefix):
+            return endpoint
+    return "us-east-1"
+
+
+def _filters(region: str, instance_type: str) -> list[dict[str, str]]:
+    # fetchOnDemandPricing's filters plus the standard (not bare metal) family, narrowed to one type.
+    terms = {"regionCode": region, "serviceCode": "AmazonEC2", "preInstalledSw": "NA", "operatingSystem": "Linux",
+             "capacitystatus": "Used", "marketoption": "OnDemand", "tenancy": "Shared",
+             "productFamily": "Compute Instance", "instanceType": instance_type}
+    return [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in terms.items()]
+
+
+def on_demand_price(document: str, currency: str = "USD") -> tuple[str, float] | None:
+    """(instance type, $/hour) of one PriceList document; None when it has no non-zero on-demand price."""
+    item = json.loads(document)
+    instance_type = item.get("product", {}).get("attributes", {}).get("instanceType", "")
+    for term in item.get("terms", {}).get("OnDemand", {}).values():
+        for dimension in term.get("priceDimensions", {}).values():
+            price = float(dimension.get("pricePerUnit", {}).get(currency, "0") or 0)
+            if instance_type and price:
+                return instance_type, price
+    return None
+
+
+def fetch_instance_prices(region: str, instance_types: Iterable[str], client: BaseClient | None = None
+                          ) -> dict[str, float]:
+    """$/hour of each type EC2 sells on demand in `region`; a type without a price is left out."""
+    client = client or boto3.client("pricing", region_name=pricing_endpoint_region(region))
+    prices: dict[str, float] = {}
+    for instance_type in sorted(set(instance_types)):
+        pages = client.get_paginator("get_products").paginate(
+            ServiceCode="AmazonEC2", Filters=_filters(region, instance_type), MaxResults=100)
+        for page in pages:
+            for document in page["PriceList"]:
+                if found := on_demand_price(document):
+                    prices[found[0]] = found[1]
+    return prices
