@@ -24,10 +24,17 @@ class NodeGroup(Model):
     min_nodes: int = Field(0, ge=0)
     max_nodes: int = Field(ge=0)
     efa: bool = False
-    capacity_type: Literal["on-demand", "spot", "reserved"] = "on-demand"
-    capacity_reservation_ids: list[str] = Field(default_factory=list)
+    # reserved: On-Demand Capacity Reservations (ODCRs); capacity-block: EC2 Capacity Blocks for ML, reservations
+    # of one instance type in one zone that end at a fixed time (components/nodepools.py, slurm/capacity).
+    capacity_type: Literal["on-demand", "spot", "reserved", "capacity-block"] = "on-demand"
+    capacity_reservation_ids: list[str] = Field(default_factory=list)  # cr-...: the ODCRs or the Capacity Blocks
     # How long a node may sit empty before it is given back to EC2 (NodePool disruption.consolidateAfter).
     idle_timeout: Duration = "10m"
+
+    @property
+    def reserved(self) -> bool:
+        """Whether the nodes launch only into the listed reservations (ODCRs or Capacity Blocks)."""
+        return self.capacity_type in ("reserved", "capacity-block")
 
 
 class KubernetesPool(NodeGroup):

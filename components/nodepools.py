@@ -44,6 +44,13 @@ KARPENTER_NODE_API = "karpenter.k8s.aws/v1"
 NODEPOOL_API = "karpenter.sh/v1"
 POOL_LABEL = "node.slurm-eks.io/pool"  # label and taint key of a Kubernetes pool's nodes
 PARTITION_TAG, POOL_TAG = "slurm-eks:partition", "slurm-eks:pool"  # EC2 tags naming an instance's group
+# Karpenter models ODCRs and Capacity Blocks alike as capacity type `reserved`, selected by
+# capacityReservationSelectorTerms; the label capacity-reservation-type (`default` | `capacity-block`) tells them
+# apart and is allowed as a NodePool requirement (aws/karpenter-provider-aws v1.14.1 website/content/en/docs/tasks/
+# odcrs.md; pkg/apis/v1/labels.go LabelCapacityReservationType; pkg/apis/v1/ec2nodeclass_status.go
+# CapacityReservationTypeCapacityBlock).
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+CAPACITY_RESERVATION_TYPE_LABEL = "karpenter.k8s.aws/capacity-reservation-type"
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,11 @@ def node_class_spec(name: str, partition: NodeGroup, config: ClusterConfig, clus
     return spec
 
 
+def karpenter_capacity_type(group: NodeGroup) -> str:
+    """The karpenter.sh/capacity-type value of the group's nodes: a Capacity Block is `reserved` to Karpenter."""
+    return "reserved" if group.reserved else group.capacity_type
+
+
 def node_pool_spec(name: str, partition: NodeGroup, config: ClusterConfig, kind: NodeKind | None = None
                    ) -> dict[str, Any]:
     instance = partition_instance(partition)
@@ -114,9 +126,12 @@ def node_pool_spec(name: str, partition: NodeGroup, config: ClusterConfig, kind:
     types = [catalog.lookup(t) for t in partition.instance_types]
     requirements: list[dict[str, Any]] = [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(partition.instance_types)},
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [partition.capacity_type]},
+        {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [karpenter_capacity_type(partition)]},
         {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
     ]
+    if partition.capacity_type == "capacity-block":
+        # Only the blocks, never an ODCR that a selector term might also match.
+        requirements.append({"key": CAPACITY_RESERVATION_TYPE_LABEL, "operator": "In", "values": ["capacity-block"]})
     if partition.efa:
         # EFA traffic stays inside one zone: every node of the partition or pool lands in it.
         requirements.append({"key": "topology.kubernetes.io/zone", "operator": "In",
@@ -181,8 +196,9 @@ class PartitionNodes(pulumi.ComponentResource):
         p, pname = args.partition, args.partition_name
         kind = args.kind or partition_kind(pname, p)
         placement: pulumi.Output[str] | None = None
-        # A cluster placement group shortens EFA paths; reserved capacity has its own placement.
-        if p.efa and p.capacity_type != "reserved":
+        # A cluster placement group shortens EFA paths; reserved capacity has its own placement (Capacity Blocks
+        # need none: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-using.html).
+        if p.efa and not p.reserved:
             group = aws.ec2.PlacementGroup(f"{name}-pg", name=f"{args.cluster_name}-{pname}", strategy="cluster",
                                            opts=pulumi.ResourceOptions(parent=self))
             placement = group.name

@@ -527,7 +527,7 @@ def efa_capacity_type(c: ClusterConfig) -> Iterator[Finding]:
         if p.efa and p.capacity_type == "spot":
             yield Finding(f"{where}.capacityType", "spot",
                           "a multi-node EFA job loses every rank when one spot node is reclaimed",
-                          "use on-demand or reserved for EFA partitions")
+                          "use on-demand, reserved or capacity-block for EFA partitions")
 
 
 @rule("node-counts")
@@ -546,18 +546,52 @@ def node_counts(c: ClusterConfig) -> Iterator[Finding]:
 @rule("capacity-reservations")
 def capacity_reservations(c: ClusterConfig) -> Iterator[Finding]:
     for where, p in _node_groups(c):
-        if p.capacity_type == "reserved" and not p.capacity_reservation_ids:
+        if p.reserved and not p.capacity_reservation_ids:
+            what = "capacity reservations" if p.capacity_type == "reserved" else "capacity reservations of its blocks"
             yield Finding(f"{where}.capacityReservationIds", [],
-                          "capacityType reserved needs the capacity reservations to launch into",
+                          f"capacityType {p.capacity_type} needs the {what} to launch into",
                           "list them, e.g. capacityReservationIds: [cr-0123456789abcdef0]")
         for i, cr in enumerate(p.capacity_reservation_ids):
             if not re.fullmatch(r"cr-[0-9a-f]{8,17}", cr):
                 yield Finding(f"{where}.capacityReservationIds[{i}]", cr,
                               "not a capacity reservation ID", "use an ID such as cr-0123456789abcdef0")
-        if p.capacity_reservation_ids and p.capacity_type != "reserved":
+        if p.capacity_reservation_ids and not p.reserved:
             yield Finding(f"{where}.capacityType", p.capacity_type,
                           "capacity reservations are listed but capacityType is not reserved",
-                          "set capacityType: reserved, or remove capacityReservationIds")
+                          "set capacityType: reserved (On-Demand Capacity Reservations) or capacity-block (Capacity "
+                          "Blocks for ML), or remove capacityReservationIds")
+
+
+# The catalog's types that EC2 sells as Capacity Blocks for ML ("Capacity Blocks are currently available for
+# p5.48xlarge, p5e.48xlarge, p5en.48xlarge, p4d.24xlarge, trn1.32xlarge, and trn2.48xlarge instances",
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html, Supported instance types and
+# Regions). AWS adds types over time: extend this set from that page when the catalog gains one.
+CAPACITY_BLOCK_TYPES = frozenset({"p4d.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "trn1.32xlarge",
+                                  "trn2.48xlarge"})
+
+
+@rule("capacity-block")
+def capacity_block(c: ClusterConfig) -> Iterator[Finding]:
+    """A Capacity Block is a reservation of one instance type in one zone (delivered as a targeted capacity
+    reservation in a single Availability Zone: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/
+    capacity-blocks-using.html). So the group has one type, one EC2 sells as blocks. The zone: an EFA group is pinned
+    to network.efaAvailabilityZone (rule efa-zone; preflight checks each block is there); a group without EFA is
+    pinned by its blocks alone, since Karpenter offers reserved capacity only in the reservation's zone
+    (aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/offering/reserved_capacity_resolver.go), and
+    preflight checks that the VPC has a subnet in each block's zone."""
+    for where, p in _node_groups(c):
+        if p.capacity_type != "capacity-block":
+            continue
+        if len(p.instance_types) != 1:
+            yield Finding(f"{where}.instanceTypes", p.instance_types,
+                          "a Capacity Block holds instances of one type: the other types could never launch",
+                          f"keep the block's type only (instanceTypes: [{p.instance_types[0]}]), or split the types "
+                          "into partitions with a block each")
+        for i, t in enumerate(p.instance_types):
+            if t in catalog.CATALOG and t not in CAPACITY_BLOCK_TYPES:
+                yield Finding(f"{where}.instanceTypes[{i}]", t, "EC2 sells no Capacity Blocks of this type",
+                              f"use one of {', '.join(sorted(CAPACITY_BLOCK_TYPES))}, or capacityType on-demand "
+                              "or reserved")
 
 
 @rule("default-partition")

@@ -25,6 +25,9 @@ PUBLIC_ACLS = frozenset({"public-read", "public-read-write", "authenticated-read
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 ZONE_KEYS = ("topology.kubernetes.io/zone", "topology.k8s.aws/zone-id")
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
+# Karpenter's values of karpenter.sh/capacity-type. A Capacity Block partition (capacityType: capacity-block) is
+# `reserved` to Karpenter, told apart from ODCRs by karpenter.k8s.aws/capacity-reservation-type (aws/
+# karpenter-provider-aws v1.14.1 website/content/en/docs/tasks/odcrs.md): no fourth value here.
 CAPACITY_TYPES = frozenset({"on-demand", "spot", "reserved"})
 _GUARDED = {FSX: "FSx for Lustre", RDS: "the RDS database"}
 
@@ -164,8 +167,9 @@ EFA_SINGLE_ZONE = StackRule(
 )
 EFA_NO_SPOT = StackRule(
     name="efa-no-spot",
-    description="EFA partitions run on on-demand or reserved capacity, never spot.",
-    fix="set the partition's capacityType to on-demand or reserved (with capacityReservationIds)",
+    description="EFA partitions run on on-demand or reserved capacity (ODCRs or Capacity Blocks), never spot.",
+    fix="set the partition's capacityType to on-demand, or reserved or capacity-block (with "
+        "capacityReservationIds)",
     check=efa_no_spot,
 )
 

@@ -160,6 +160,12 @@ def layering_violations(project: Project) -> list[str]:
             found += [f"{module} reaches {target}: the accounts reconcile runs on the login image's python3 "
                       "(standard library only)" for target in sorted(project.reachable(module))
                       if not (_stdlib(target) or _under(target, "slurm.accounts"))]
+    lifecycle = ("slurm.health", "slurm.topology", "slurm.capacity", "slurm.aws")
+    for module in project.modules:
+        if any(_under(module, pkg) for pkg in lifecycle):
+            found += [f"{module} reaches {target}: the node lifecycle controller runs on the login image's "
+                      "python3 (standard library only)" for target in sorted(project.reachable(module))
+                      if not (_stdlib(target) or any(_under(target, pkg) for pkg in lifecycle))]
     if "jobs.train" in project.modules:
         for target in sorted(project.reachable("jobs.train")):
             if not (_stdlib(target) or target.split(".")[0] == "torch" or _under(target, "jobs")

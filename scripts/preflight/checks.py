@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlparse
 
 import boto3
@@ -17,9 +17,10 @@ from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
 from components import catalog
-from components.config import ClusterConfig, Network
+from components.config import ClusterConfig, Network, Partition
 from components.k8s_pools_config import NodeGroup
 from scripts.preflight.runner import Check, CheckResult
+from slurm.capacity.reservations import LEAD, slurm_time_seconds
 
 
 def _error_code(exc: ClientError) -> str:
@@ -201,23 +202,28 @@ def check_quotas(session: boto3.Session, config: ClusterConfig) -> Iterator[Chec
 # --- capacity reservations -------------------------------------------------------------------------------
 
 PENDING_STATES = {"pending", "scheduled", "assessing", "delayed", "payment-pending"}
+# ReservationType of a Capacity Block (botocore ec2 2016-11-15 service-2.json, shape CapacityReservation:
+# ReservationType enum default | capacity-block; StartDate, EndDate timestamps).
+CAPACITY_BLOCK = "capacity-block"
 
 
 def check_reservations(session: boto3.Session, config: ClusterConfig) -> Iterator[CheckResult]:
-    """Listed capacity reservations exist, are active, and match the partition's (or pool's) types and zones."""
+    """Listed capacity reservations exist, are active, and match the partition's (or pool's) types and zones;
+    Capacity Blocks are blocks, and have not ended."""
     reserving = {n: p for n, p in node_groups(config).items() if p.capacity_reservation_ids}
     if not reserving:
         return
     ec2 = session.client("ec2")
     vpc = vpc_zones(ec2, config.network)
+    now = datetime.now(UTC)
     for name, partition in reserving.items():
         zones = [config.network.efa_availability_zone] if partition.efa else vpc
         for reservation_id in partition.capacity_reservation_ids:
-            yield reservation_result(ec2, reservation_id, name, partition, zones, config.region)
+            yield reservation_result(ec2, reservation_id, name, partition, zones, config.region, now)
 
 
 def reservation_result(ec2: BaseClient, reservation_id: str, name: str, partition: NodeGroup, zones: list[str],
-                       region: str) -> CheckResult:
+                       region: str, now: datetime | None = None) -> CheckResult:
     subject = f"{name}: {reservation_id}"
     try:
         found = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])["CapacityReservations"]
@@ -230,20 +236,64 @@ def reservation_result(ec2: BaseClient, reservation_id: str, name: str, partitio
                            "check the ID, and that the reservation is in this region or shared with this account")
     cr = found[0]
     state, zone, instance_type = cr["State"], cr["AvailabilityZone"], cr["InstanceType"]
+    block = cr.get("ReservationType") == CAPACITY_BLOCK
     detail = (f"{instance_type} in {zone}: {cr['AvailableInstanceCount']} of {cr['TotalInstanceCount']} "
               f"available, {state}")
+    if block:
+        detail += f", block {_utc(cr.get('StartDate'))} to {_utc(cr.get('EndDate'))}"
+    if partition.capacity_type == "capacity-block" and not block:
+        return CheckResult("capacity-reservations", subject, "fail", f"{detail}; an On-Demand Capacity Reservation, "
+                           "not a Capacity Block", "list the Capacity Block's reservation ID (cr-...), or set "
+                           "capacityType: reserved")
     if instance_type not in partition.instance_types:
         return CheckResult("capacity-reservations", subject, "fail", detail,
                            f"list a reservation for {_names(partition.instance_types)}, or add {instance_type}")
     if zone not in zones:
         return CheckResult("capacity-reservations", subject, "fail", detail,
                            f"the partition launches only in {_names(zones)}: use a reservation there")
+    if block:
+        ended = block_end_result(subject, detail, partition, cr.get("StartDate"), cr.get("EndDate"),
+                                 now or datetime.now(UTC))
+        if ended is not None:
+            return ended
     if state in PENDING_STATES:
         return CheckResult("capacity-reservations", subject, "warn", detail,
                            "nodes launch into it once it is active")
     if state != "active":
         return CheckResult("capacity-reservations", subject, "fail", detail, "list an active reservation")
+    if block and partition.capacity_type != "capacity-block":
+        return CheckResult("capacity-reservations", subject, "warn", f"{detail}; a Capacity Block",
+                           "set capacityType: capacity-block, so that Slurm starts no job that would run past the "
+                           "block's end")
     return CheckResult("capacity-reservations", subject, "pass", detail)
+
+
+def block_end_result(subject: str, detail: str, partition: NodeGroup, start: datetime | None, end: datetime | None,
+                     now: datetime) -> CheckResult | None:
+    """A fail once the block has ended; a warning when it ends within the partition's maxTime (a job of maxTime
+    started now, or at the block's start, could not finish: Slurm holds back jobs that would run into the block's
+    last LEAD minutes, when Karpenter takes the nodes: slurm/capacity/reservations.py); None otherwise."""
+    if end is None:
+        return None
+    if end <= now:
+        return CheckResult("capacity-reservations", subject, "fail", f"{detail}; the block has ended",
+                           "list a Capacity Block that has not ended (aws ec2 describe-capacity-block-offerings)")
+    limit = slurm_time_seconds(partition.max_time) if isinstance(partition, Partition) else None
+    usable = end - LEAD - max(now, start or now)
+    if limit is not None and usable < timedelta(seconds=limit):
+        return CheckResult("capacity-reservations", subject, "warn",
+                           f"{detail}; jobs can start for {_hours(usable)} more, below maxTime {partition.max_time}",
+                           "fine for shorter jobs; extend the block or add the next one before long jobs are held "
+                           "back")
+    return None
+
+
+def _utc(moment: datetime | None) -> str:
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if moment else "unknown"
+
+
+def _hours(span: timedelta) -> str:
+    return f"{max(span.total_seconds(), 0) / 3600:.1f} h"
 
 
 # --- S3 --------------------------------------------------------------------------------------------------

@@ -53,14 +53,15 @@ class Kube:
         host = f"[{host}]" if ":" in host else host  # an IPv6 cluster's service address
         return cls(f"https://{host}:{port}", SERVICE_ACCOUNT / "token", SERVICE_ACCOUNT / "ca.crt")
 
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                content_type: str = "application/json") -> dict[str, Any]:
         headers = {"Accept": "application/json"}
         if self.token_path:
             # Re-read each call: the kubelet rotates projected service-account tokens (about hourly).
             headers["Authorization"] = f"Bearer {self.token_path.read_text().strip()}"
         data = None
         if body is not None:
-            data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
+            data, headers["Content-Type"] = json.dumps(body).encode(), content_type
         http = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(http, timeout=self.timeout, context=self._ssl) as reply:
@@ -74,6 +75,18 @@ class Kube:
         """spec.nodeName of the pod: the Kubernetes node it was scheduled to (None while pending)."""
         return self.request("GET", f"/api/v1/namespaces/{_q(namespace)}/pods/{_q(pod)}").get("spec", {}).get(
             "nodeName") or None
+
+    def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        query = urllib.parse.urlencode({"labelSelector": selector})
+        return self.request("GET", f"/api/v1/namespaces/{_q(namespace)}/pods?{query}").get("items") or []
+
+    def node(self, name: str) -> dict[str, Any]:
+        return self.request("GET", f"/api/v1/nodes/{_q(name)}")
+
+    def annotate_node(self, name: str, annotations: dict[str, str]) -> None:
+        """A JSON merge patch (RFC 7386) of the node's annotations: other fields and annotations stay."""
+        self.request("PATCH", f"/api/v1/nodes/{_q(name)}", {"metadata": {"annotations": annotations}},
+                     content_type="application/merge-patch+json")
 
     def nodeclaims(self) -> list[dict[str, Any]]:
         return self.request("GET", NODECLAIMS).get("items") or []

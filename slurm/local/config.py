@@ -34,6 +34,7 @@ MAX_NODE_COUNT = 1024
 NO_FANOUT = "TreeWidth=65533"
 # slurmd expands %n to its node name: each slurmd on this host gets its own spool, pidfile and log.
 EACH_NODE = "%n"
+TOPOLOGY_CONF = "topology.conf"
 # No systemd/cgroups here (gVisor, PID 1 is not systemd): track processes by parentage. A cluster's own
 # cgroup plugins cannot replace these here.
 MACHINE_SETTINGS = {
@@ -60,6 +61,8 @@ class GeneratedConfig:
     slurmdbd_conf: str
     # Symlinks fakedev/gpu0..N-1, as many as gres.conf names.
     fake_gpus: int = FAKE_GPUS
+    # topology.conf for TopologyPlugin=topology/tree (slurm/topology/render.py); None: no such file.
+    topology_conf: str | None = None
 
 
 def node_memory_mb(topology: NodeTopology) -> int:
@@ -177,13 +180,37 @@ def render_slurmdbd_conf(layout: StateLayout) -> str:
 
 
 def render(layout: StateLayout, node: NodeTopology, dynamic: DynamicNodes | None = None,
-           settings: Sequence[str] = ()) -> GeneratedConfig:
+           settings: Sequence[str] = (), topology_conf: str | None = None) -> GeneratedConfig:
     return GeneratedConfig(
         slurm_conf=render_slurm_conf(layout, node, dynamic, settings),
         gres_conf=render_gres_conf(layout, node, dynamic),
         slurmdbd_conf=render_slurmdbd_conf(layout),
         fake_gpus=max(FAKE_GPUS, dynamic.gpus if dynamic else 0),
+        topology_conf=topology_conf,
     )
+
+
+def _topology_files(layout: StateLayout) -> tuple[Path, Path]:
+    """The generated topology.conf and where Slurm looks for it: beside the slurm.conf it was started with,
+    /etc/slurm here (SchedMD/slurm src/common/read_config.c `get_extra_conf_path`; seen on
+    22.05.8: a topology.conf in /etc/slurm is read although slurm.conf there links into the state dir)."""
+    return layout.etc / TOPOLOGY_CONF, SYSTEM_CONF_DIR / TOPOLOGY_CONF
+
+
+def _write_topology(layout: StateLayout, text: str | None) -> None:
+    generated, link = _topology_files(layout)
+    ours = link.is_symlink() and Path(os.readlink(link)) == generated
+    if text is None:
+        generated.unlink(missing_ok=True)
+        if ours:
+            link.unlink()
+        return
+    if link.exists() and not link.is_symlink():
+        raise LocalSlurmError(f"{link} is a regular file, not a link made by slurm-eks: another Slurm is configured")
+    generated.write_text(text)
+    if not ours:
+        link.unlink(missing_ok=True)
+        link.symlink_to(generated)
 
 
 def read(layout: StateLayout) -> GeneratedConfig:
@@ -192,6 +219,7 @@ def read(layout: StateLayout) -> GeneratedConfig:
         slurm_conf=layout.slurm_conf.read_text(),
         gres_conf=layout.gres_conf.read_text(),
         slurmdbd_conf=layout.slurmdbd_conf.read_text(),
+        topology_conf=path.read_text() if (path := _topology_files(layout)[0]).exists() else None,
     )
 
 
@@ -209,6 +237,7 @@ def write(layout: StateLayout, config: GeneratedConfig) -> None:
             device.symlink_to("/dev/null")
     for device in set(layout.fakedev.iterdir()) - set(wanted):
         device.unlink()
+    _write_topology(layout, config.topology_conf)
 
 
 def linked_state_dir() -> Path | None:

@@ -54,14 +54,17 @@ class SettingsCluster:
 
 
 @contextmanager
-def with_settings(settings: Sequence[str], state_dir: Path | None = None) -> Iterator[SettingsCluster]:
+def with_settings(settings: Sequence[str], state_dir: Path | None = None,
+                  topology_conf: str | None = None) -> Iterator[SettingsCluster]:
     """The running local cluster with `settings` (`Key=value` lines, e.g. a stack's priority and enforcement
-    lines) in slurm.conf until the block ends; slurmctld and the host's slurmd restarted on both ends."""
+    lines) in slurm.conf, and `topology_conf` as topology.conf, until the block ends; slurmctld and the host's
+    slurmd restarted on both ends."""
     layout = StateLayout(state_dir or default_state_dir())
     machine = topology.detect_node()
     host_slurmd = chain(layout)["slurmd"]
     try:
-        with reconfigured(layout, config.render(layout, machine, settings=settings)) as ctld:
+        changed = config.render(layout, machine, settings=settings, topology_conf=topology_conf)
+        with reconfigured(layout, changed) as ctld:
             restart(host_slurmd)
             node.wait_until_usable(machine.name, f"{ctld.log} and {host_slurmd.log}")
             yield SettingsCluster(ctld, machine.name)

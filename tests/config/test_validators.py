@@ -150,6 +150,18 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
          "needs the capacity reservations"),
         ("prod", set_at("partitions.gpu-h100.capacityReservationIds", ["cr-0123456789abcdef0"]),
          "partitions.gpu-h100.capacityType", "not reserved"),
+        ("prod", set_at("partitions.gpu-h100.capacityType", "capacity-block"),
+         "partitions.gpu-h100.capacityReservationIds", "needs the capacity reservations of its blocks"),
+    ],
+    "capacity-block": [
+        ("prod", both(set_at("partitions.gpu-h100.capacityType", "capacity-block"),
+                      set_at("partitions.gpu-h100.capacityReservationIds", ["cr-0123456789abcdef0"]),
+                      set_at("partitions.gpu-h100.instanceTypes", ["p5.48xlarge", "p5e.48xlarge"])),
+         "partitions.gpu-h100.instanceTypes", "instances of one type"),
+        ("prod", both(set_at("partitions.gpu-a100.capacityType", "capacity-block"),
+                      set_at("partitions.gpu-a100.capacityReservationIds", ["cr-0123456789abcdef0"]),
+                      set_at("partitions.gpu-a100.instanceTypes", ["p4de.24xlarge"])),
+         "partitions.gpu-a100.instanceTypes[0]", "no Capacity Blocks of this type"),
     ],
     "default-partition": [
         ("prod", set_at("partitions.gpu-a100.default", True), "partitions", "more than one partition"),
@@ -314,6 +326,36 @@ def test_reserved_capacity_with_its_reservations_is_accepted() -> None:
     raw = raw_config("prod")
     raw["partitions"]["gpu-h100"].update(capacityType="reserved", capacityReservationIds=["cr-0123456789abcdef0"])
     assert problems_of_rule(raw, "capacity-reservations") == []
+
+
+def _capacity_block(raw: dict, partition: str = "gpu-h100") -> dict:
+    raw["partitions"][partition].update(capacityType="capacity-block", capacityReservationIds=["cr-0123456789abcdef0"])
+    return raw
+
+
+def test_a_capacity_block_partition_passes_every_rule() -> None:
+    config, problems = parse_cluster_config(_capacity_block(raw_config("prod")))
+    assert [(p.rule, p.path) for p in problems] == SHIPPED_WARNINGS["prod"]
+    assert config.partitions["gpu-h100"].reserved
+
+
+def test_a_capacity_block_partition_without_efa_needs_no_zone() -> None:
+    """Karpenter launches into a block only in its zone; preflight checks the VPC reaches it."""
+    raw = _capacity_block(raw_config("dev"), "gpu")
+    raw["partitions"]["gpu"]["instanceTypes"] = ["p5.48xlarge"]
+    _, problems = parse_cluster_config(raw)
+    assert problems == []
+
+
+def test_an_efa_capacity_block_partition_is_pinned_to_the_efa_zone() -> None:
+    raw = _capacity_block(raw_config("prod"))
+    raw["network"].pop("efaAvailabilityZone")
+    for name in ("gpu-a100", "trainium"):
+        raw["partitions"][name]["efa"] = False
+    raw["kubernetesPools"]["ml-h100"]["efa"] = False
+    [problem] = problems_of_rule(raw, "efa-zone")
+    assert (problem.path, problem.value) == ("network.efaAvailabilityZone", None)
+    assert "partitions.gpu-h100" in problem.message and "efaAvailabilityZone" in problem.fix
 
 
 def test_a_single_partition_is_the_default_without_saying_so() -> None:

@@ -12,6 +12,7 @@ import copy
 import json
 import re
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,6 +38,15 @@ def pod(name: str, node_name: str | None, nodeset: str = "gpu-h100") -> dict[str
                                     "nodeset.slinky.slurm.net/pod-name": name,
                                     "nodeset.slinky.slurm.net/pod-index": name.rsplit("-", 1)[1]}},
             "spec": spec, "status": {"phase": "Running" if node_name else "Pending"}}
+
+
+def node(name: str, instance: str, zone: str = "us-west-2a") -> dict[str, Any]:
+    """A core/v1 Node as the AWS cloud provider registers it (spec.providerID aws:///<zone>/<instance id>)."""
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "300",
+                         "labels": {"topology.kubernetes.io/zone": zone, "karpenter.sh/nodepool": "gpu-h100"},
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+            "spec": {"providerID": f"aws:///{zone}/{instance}"}}
 
 
 def nodeclaim(name: str, node_name: str, nodepool: str = "gpu-h100") -> dict[str, Any]:
@@ -66,6 +76,7 @@ def _status(code: int, reason: str, message: str) -> dict[str, Any]:
 class FakeKube:
     def __init__(self) -> None:
         self.pods: dict[str, dict[str, Any]] = {}
+        self.nodes: dict[str, dict[str, Any]] = {}
         self.nodeclaims: dict[str, dict[str, Any]] = {}
         self.configmaps: dict[tuple[str, str], dict[str, Any]] = {}
         self.requests: list[tuple[str, str, Any]] = []
@@ -81,7 +92,12 @@ class FakeKube:
                 body = json.loads(self.rfile.read(length)) if length else None
                 with fake._lock:
                     fake.requests.append((self.command, self.path, body))
-                    code, answer = fake.answer(self.command, self.path, body, self.headers.get("Authorization"))
+                    if self.command == "PATCH" and self.headers.get("Content-Type") != "application/merge-patch+json":
+                        code, answer = 415, _status(415, "UnsupportedMediaType", "the body of the request was in "
+                                                    "an unknown format")
+                    else:
+                        code, answer = fake.answer(self.command, self.path, body,
+                                                   self.headers.get("Authorization"))
                 data = json.dumps(answer).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -89,7 +105,7 @@ class FakeKube:
                 self.end_headers()
                 self.wfile.write(data)
 
-            do_GET = do_PUT = do_POST = do_DELETE = _handle
+            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _handle
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
@@ -115,6 +131,18 @@ class FakeKube:
         for (fail_method, pattern), code in self.fail.items():
             if fail_method == method and re.fullmatch(pattern, path):
                 return code, _status(code, "InternalError", "etcdserver: request timed out")
+        if match := re.fullmatch(r"/api/v1/namespaces/slurm/pods\?labelSelector=([^&]+)", path):
+            key, _, value = urllib.parse.unquote(match[1]).partition("=")
+            return 200, {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": str(self._rv)},
+                         "items": [p for p in self.pods.values() if p["metadata"]["labels"].get(key) == value]}
+        if match := re.fullmatch(r"/api/v1/nodes/([^/]+)", path):
+            found = self.nodes.get(match[1])
+            if not found:
+                return 404, _status(404, "NotFound", f'nodes "{match[1]}" not found')
+            if method == "PATCH":  # a JSON merge patch of metadata.annotations (RFC 7386)
+                found["metadata"].setdefault("annotations", {}).update(body["metadata"]["annotations"])
+                found["metadata"]["resourceVersion"] = self._next_rv()
+            return 200, found
         if match := re.fullmatch(r"/api/v1/namespaces/slurm/pods/([^/]+)", path):
             found = self.pods.get(match[1])
             return (200, found) if found else (404, _status(404, "NotFound", f'pods "{match[1]}" not found'))

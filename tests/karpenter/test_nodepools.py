@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.nodepools import node_pool_spec
+from components.validation import parse_cluster_config
 from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
 from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan
@@ -122,6 +124,44 @@ def test_reserved_partition_selects_its_reservations_without_a_placement_group(t
     pool = _manifest(plan, "NodePool", "gpu-h100")["spec"]
     assert {r["key"]: r["values"] for r in pool["template"]["spec"]["requirements"]}[
         "karpenter.sh/capacity-type"] == ["reserved"]
+
+
+def test_capacity_block_partition_is_reserved_capacity_of_type_capacity_block(
+        tmp_path: Path, karpenter_schemas: SchemaRegistry) -> None:
+    """Karpenter v1.14.1 selects blocks like ODCRs (capacityReservationSelectorTerms), gives their nodes capacity
+    type `reserved`, and labels them karpenter.k8s.aws/capacity-reservation-type=capacity-block (website/content/
+    en/docs/tasks/odcrs.md)."""
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-h100"].update(capacityType="capacity-block",
+                                         capacityReservationIds=["cr-0123456789abcdef0", "cr-0fedcba9876543210"])
+    (tmp_path / "Pulumi.cb.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
+    plan, _ = run_plan("cb", tmp_path)
+    node_class = _manifest(plan, "EC2NodeClass", "gpu-h100")
+    assert node_class["spec"]["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"},
+                                                                      {"id": "cr-0fedcba9876543210"}]
+    assert "placementGroupSelector" not in node_class["spec"]
+    assert not [g for g in plan.of_type("aws:ec2/placementGroup:PlacementGroup") if "gpu-h100" in g.urn]
+    pool = _manifest(plan, "NodePool", "gpu-h100")
+    requirements = {r["key"]: (r["operator"], r["values"]) for r in pool["spec"]["template"]["spec"]["requirements"]}
+    assert requirements["karpenter.sh/capacity-type"] == ("In", ["reserved"])
+    assert requirements["karpenter.k8s.aws/capacity-reservation-type"] == ("In", ["capacity-block"])
+    assert requirements["topology.kubernetes.io/zone"] == ("In", ["us-west-2a"])  # the EFA zone
+    for doc in (node_class, pool):
+        assert validate_manifest(doc, karpenter_schemas) == [], doc["kind"]
+
+
+@pytest.mark.parametrize(("capacity_type", "reservation_types"), [("reserved", None),
+                                                                ("capacity-block", ["capacity-block"])])
+def test_only_a_capacity_block_partition_narrows_the_reservation_type(capacity_type: str,
+                                                                     reservation_types: list[str] | None) -> None:
+    """`reserved` keeps today's NodePool: any reservation its selector terms name, of either type."""
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-h100"].update(capacityType=capacity_type, capacityReservationIds=["cr-0123456789abcdef0"])
+    config = parse_cluster_config(raw)[0]
+    spec = node_pool_spec("gpu-h100", config.partitions["gpu-h100"], config)
+    requirements = {r["key"]: r["values"] for r in spec["template"]["spec"]["requirements"]}
+    assert requirements["karpenter.sh/capacity-type"] == ["reserved"]
+    assert requirements.get("karpenter.k8s.aws/capacity-reservation-type") == reservation_types
 
 
 def test_the_root_volume_is_the_one_docs_nodes_md_describes() -> None:

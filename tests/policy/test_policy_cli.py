@@ -44,7 +44,7 @@ def test_violation_prints_rule_resource_message_and_fix_and_exits_1(tmp_path: Pa
     assert code == 1, output
     assert "mandatory[efa-no-spot] partition-gpu-h100-nodepool (kubernetes:karpenter.sh/v1:NodePool)" in output
     assert "may launch spot nodes" in output
-    assert "fix: set the partition's capacityType to on-demand or reserved" in output
+    assert "fix: set the partition's capacityType to on-demand, or reserved or capacity-block" in output
     assert "stack spotty: 1 mandatory and 0 advisory violations" in output
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from policy.model import UNKNOWN, Enforcement, ResourceRule
 from policy.pack_config import for_stack
@@ -22,7 +24,10 @@ from policy.rules import (
     SERVICE,
 )
 from policy.ruleset import RULES, evaluate
+from policy.stack_rules import efa_no_spot, efa_node_pools, efa_single_zone
+from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan
+from tests.config.helpers import raw_config
 from tests.plan.fixtures import one, shipped_plan
 from tests.policy.broken import (
     CASES,
@@ -291,3 +296,16 @@ def test_any_consolidation_policy_but_when_empty_is_flagged(policy: str) -> None
     assert findings(NODE_POOL_KEEPS_BUSY_NODES, NODE_POOL, _node_pool(policy)) == [
         f"disruption.consolidationPolicy is {policy}: Karpenter may drain a node that runs a job "
         "to pack its pods onto fewer nodes"]
+
+
+def test_an_efa_capacity_block_partition_passes_every_rule(tmp_path: Path) -> None:
+    """capacityType capacity-block is `reserved` to Karpenter (narrowed by karpenter.k8s.aws/capacity-reservation-
+    type): not spot, in the EFA zone, so efa-no-spot and efa-single-zone accept it like the shipped stack."""
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-h100"].update(capacityType="capacity-block", capacityReservationIds=["cr-0123456789abcdef0"])
+    (tmp_path / "Pulumi.cb.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
+    plan, _ = run_plan("cb", tmp_path)
+    pool = one(plan, NODE_POOL, "partition-gpu-h100-nodepool")
+    assert pool in efa_node_pools(plan.resources)
+    assert [(rule, urn) for rule, urn in flagged(plan) if urn == pool.urn] == []
+    assert efa_no_spot(plan.resources) == [] and efa_single_zone(plan.resources) == []

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.stub import Stubber
 
@@ -209,3 +210,78 @@ def test_an_unreachable_endpoint_stops_the_run(session: boto3.Session, prod: Clu
 
     with pytest.raises(AwsUnavailable, match=r"ec2\.us-west-2\.amazonaws\.com"):
         run_checks(session, prod, {"offerings": unreachable})
+
+
+# --- Capacity Blocks -----------------------------------------------------------------------------------------
+
+NOW = dt.datetime(2026, 12, 2, 12, 0, tzinfo=dt.UTC)
+
+
+def _block(**changes: object) -> dict:
+    """A Capacity Block as DescribeCapacityReservations returns it: ReservationType capacity-block, with StartDate
+    and EndDate (botocore ec2 2016-11-15 shape CapacityReservation)."""
+    return _reservation(**{"ReservationType": "capacity-block", "StartDate": NOW - dt.timedelta(days=1),
+                            "EndDate": NOW + dt.timedelta(days=13), **changes})
+
+
+def _block_partition(prod: ClusterConfig) -> ClusterConfig:
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-h100"].update(capacityType="capacity-block", capacityReservationIds=["cr-0123456789abcdef0"])
+    return parse_cluster_config(raw)[0]
+
+
+@pytest.mark.parametrize(("found", "status", "words"), [
+    (_block(), "pass", "block 2026-12-01 12:00 UTC to 2026-12-15 12:00 UTC"),
+    (_block(ReservationType="default"), "fail", "not a Capacity Block"),
+    (_reservation(), "fail", "not a Capacity Block"),  # no ReservationType: an older ODCR
+    (_block(InstanceType="p5e.48xlarge"), "fail", "p5e.48xlarge in us-west-2a"),
+    (_block(AvailabilityZone="us-west-2b"), "fail", "us-west-2b"),
+    (_block(EndDate=NOW - dt.timedelta(minutes=1), State="expired"), "fail", "the block has ended"),
+    (_block(State="cancelled"), "fail", "cancelled"),
+    (_block(State="scheduled", StartDate=NOW + dt.timedelta(days=1)), "warn", "scheduled, block 2026-12-03"),
+    # 7 days of maxTime, 6 days and 23h20m left until Karpenter takes the nodes (40 minutes before EndDate)
+    (_block(EndDate=NOW + dt.timedelta(days=7)), "warn", "jobs can start for 167.3 h more, below maxTime 7-00:00:00"),
+])
+def test_capacity_block(prod: ClusterConfig, found: dict, status: str, words: str) -> None:
+    config = _block_partition(prod)
+    ec2 = boto3.client("ec2", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y")
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_capacity_reservations", {"CapacityReservations": [found]},
+                          {"CapacityReservationIds": ["cr-0123456789abcdef0"]})
+        result = reservation_result(ec2, "cr-0123456789abcdef0", "partition gpu-h100", config.partitions["gpu-h100"],
+                                    ["us-west-2a"], REGION, NOW)
+    assert (result.status, result.check) == (status, "capacity-reservations"), result
+    assert words in result.detail, result
+    assert bool(result.fix) == (status != "pass")
+
+
+def test_a_capacity_block_listed_as_an_odcr_is_a_warning(prod: ClusterConfig) -> None:
+    raw = raw_config("prod")
+    raw["partitions"]["gpu-h100"].update(capacityType="reserved", capacityReservationIds=["cr-0123456789abcdef0"])
+    config = parse_cluster_config(raw)[0]
+    ec2 = boto3.client("ec2", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y")
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_capacity_reservations", {"CapacityReservations": [_block()]},
+                          {"CapacityReservationIds": ["cr-0123456789abcdef0"]})
+        result = reservation_result(ec2, "cr-0123456789abcdef0", "partition gpu-h100", config.partitions["gpu-h100"],
+                                    ["us-west-2a"], REGION, NOW)
+    assert result.status == "warn" and "capacityType: capacity-block" in result.fix
+
+
+def test_a_stack_with_a_capacity_block_partition_preflights(prod_account: dict, session: boto3.Session,
+                                                            prod: ClusterConfig) -> None:
+    """The whole preflight on moto. moto 5.2.5 has no DescribeCapacityReservations: that one call is answered
+    before it is sent (botocore's before-call event), everything else by moto."""
+    config = _block_partition(prod)
+    end = dt.datetime.now(dt.UTC) + dt.timedelta(days=10)
+
+    def describe(params: dict, **_: object) -> tuple[AWSResponse, dict]:
+        assert params["body"]["CapacityReservationId.1"] == "cr-0123456789abcdef0"  # the serialized request
+        return AWSResponse(params["url"], 200, {}, None), {"CapacityReservations": [_block(EndDate=end)]}
+
+    session.events.register("before-call.ec2.DescribeCapacityReservations", describe)
+    results = run_checks(session, config, CHECKS)
+    assert not failed(results), [r for r in results if r.status == "fail"]
+    block = only(results, "cr-0123456789abcdef0")
+    assert (block.status, block.check) == ("pass", "capacity-reservations")
+    assert block.detail.endswith(f"to {end:%Y-%m-%d %H:%M} UTC")

@@ -1,0 +1,99 @@
+"""Keeps Slurm's network topology current from EC2: the node lifecycle controller's topology step.
+
+Each pass: the slurmd pods (Slinky names each Slurm node after its pod: slurm-operator v1.2.1
+internal/controller/nodeset/utils/utils.go GetSlurmNodeName) and the Kubernetes nodes they run on; each node's
+instance id from spec.providerID (`aws:///<zone>/<instance id>`, the AWS cloud provider's form); EC2
+DescribeInstanceTopology for those instances; the switch tree (slurm/topology/tree.py). Then two writes, each
+only when it changed:
+- topology.yaml in the ConfigMap the Controller lists in configFileRefs: Slinky mounts it in slurmctld's
+  /etc/slurm, and with inplaceReconfigure its reconfigure container runs `scontrol reconfigure` when a file there
+  changes (slurm-operator v1.2.1 internal/builder/controllerbuilder/scripts/reconfigure.sh);
+- the annotation `topology.slinky.slurm.net/spec: <topology>:<leaf switch>` on each Kubernetes node, which the
+  operator copies to the Slurm nodes of the NodeSet pods there as their dynamic topology (slurm-operator v1.2.1
+  docs/usage/topology.md, internal/controller/nodeset/nodeset_sync.go syncSlurmTopology), so a pod that moves
+  to another instance is placed right away, before the next reconfigure.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from slurm.health.kube import Kube
+from slurm.topology.instance_topology import InstanceTopology, batches, parse_page, request_params
+from slurm.topology.render import flat_topology_yaml, render_topology_yaml
+from slurm.topology.tree import build_tree
+
+ANNOTATION = "topology.slinky.slurm.net/spec"  # slurm-operator v1.2.1 api/v1beta1/well_known.go
+PROVIDER_PREFIX = "aws:///"
+Call = Callable[[str, dict[str, str]], ET.Element]  # a Query API call: action, parameters -> response root
+Log = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class TopologySettings:
+    name: str  # the topology's name in topology.yaml and in the annotation
+    namespace: str
+    pod_selector: str  # the slurmd pods, e.g. app.kubernetes.io/name=slurmd
+    config_map: str
+    key: str = "topology.yaml"
+
+
+def instance_id(node: dict[str, Any]) -> str | None:
+    """`aws:///us-west-2a/i-0123456789abcdef0` -> `i-0123456789abcdef0`."""
+    provider = (node.get("spec") or {}).get("providerID") or ""
+    return provider.rpartition("/")[2] if provider.startswith(PROVIDER_PREFIX) else None
+
+
+def slurm_nodes_by_host(kube: Kube, settings: TopologySettings) -> dict[str, list[str]]:
+    """Kubernetes node -> the Slurm nodes (slurmd pods) scheduled on it."""
+    hosts: dict[str, list[str]] = {}
+    for pod in kube.pods(settings.namespace, settings.pod_selector):
+        host = (pod.get("spec") or {}).get("nodeName")
+        if host:
+            hosts.setdefault(host, []).append(pod["metadata"]["name"])
+    return hosts
+
+
+def describe_topology(call: Call, ids: Sequence[str]) -> list[InstanceTopology]:
+    """DescribeInstanceTopology for `ids`, a batch of at most 100 per call, every page."""
+    found: list[InstanceTopology] = []
+    for batch in batches(ids):
+        token: str | None = None
+        while True:
+            params = request_params(batch, token)
+            page = parse_page(call(params.pop("Action"), {k: v for k, v in params.items() if k != "Version"}))
+            found += page.instances
+            if not (token := page.next_token):
+                break
+    return found
+
+
+def topology_pass(kube: Kube, call: Call, settings: TopologySettings, log: Log) -> str:
+    """One sync; returns the topology.yaml it leaves in place."""
+    hosts = slurm_nodes_by_host(kube, settings)
+    nodes = {host: kube.node(host) for host in hosts}
+    instances = {host: iid for host, node in nodes.items() if (iid := instance_id(node))}
+    records = describe_topology(call, sorted(set(instances.values()))) if instances else []
+    by_instance: dict[str, list[str]] = {}
+    for host, slurm_nodes in hosts.items():
+        by_instance.setdefault(instances.get(host, f"unknown:{host}"), []).extend(slurm_nodes)
+    if by_instance:
+        tree = build_tree(records, by_instance)
+        text = render_topology_yaml(tree, settings.name)
+        for host, slurm_nodes in sorted(hosts.items()):
+            spec = f"{settings.name}:{tree.leaf_of(slurm_nodes[0])}"
+            if (nodes[host]["metadata"].get("annotations") or {}).get(ANNOTATION) != spec:
+                kube.annotate_node(host, {ANNOTATION: spec})
+                log({"event": "topology-annotated", "node": host, "spec": spec})
+    else:
+        text = flat_topology_yaml(settings.name)
+    config_map = kube.get_configmap(settings.config_map, settings.namespace)
+    if config_map is not None and (config_map.get("data") or {}).get(settings.key) != text:
+        config_map["data"] = {**(config_map.get("data") or {}), settings.key: text}
+        kube.replace_configmap(config_map)
+        log({"event": "topology-written", "configMap": settings.config_map, "instances": len(records),
+             "slurmNodes": sum(len(v) for v in hosts.values())})
+    return text
