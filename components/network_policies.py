@@ -21,6 +21,7 @@ import pulumi
 from components.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
 from components.config import ClusterConfig
 from components.k8s_operator_charts import KUBERAY, MPI_OPERATOR_POD, VOLCANO, VOLCANO_ADMISSION_PORT
+from components.lifecycle_settings import ec2_actions
 from components.names import ML_NAMESPACE, SLURM_NAMESPACE
 from components.namespaces import ARGOCD, JUPYTERHUB
 from components.namespaces import MPI_OPERATOR as MPI_OPERATOR_NAMESPACE
@@ -235,13 +236,15 @@ def slurm_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[d
                          "ports": tcp(SLURMRESTD)}],
                egress=[{"to": [pods("slurmctld")], "ports": tcp(SLURMCTLD)},
                        {"to": [pods("slurmdbd")], "ports": tcp(SLURMDBD)}]),
-        # The repair controller (components/node_repair.py): a Slurm client (sacct for finished check jobs), its
-        # Kubernetes API calls through the baseline's 443, and Prometheus scraping its metrics.
+        # The lifecycle controller (components/node_repair.py): a Slurm client (sacct for finished check jobs), its
+        # Kubernetes API calls through the baseline's 443, Prometheus scraping its metrics, and with EFA
+        # partitions or Capacity Blocks STS and EC2 at their public endpoints.
         policy(ns, "repair", app_selector(REPAIR_POD),
                ingress=[{"from": [pods(PROMETHEUS_POD, KUBE_PROMETHEUS_STACK.namespace)],
                          "ports": tcp(REPAIR_METRICS)}],
                egress=[{"to": [pods("slurmctld")], "ports": tcp(SLURMCTLD)},
-                       {"to": [pods("slurmdbd")], "ports": tcp(SLURMDBD)}]),
+                       {"to": [pods("slurmdbd")], "ports": tcp(SLURMDBD)},
+                       *([internet(vpc_cidr, 443)] if ec2_actions(config) else [])]),
         policy(ns, "accounts-reconcile", JOB_PODS["podSelector"],
                egress=[{"to": [pods("slurmctld")], "ports": tcp(SLURMCTLD)},
                        {"to": [pods("slurmdbd")], "ports": tcp(SLURMDBD)}]),

@@ -1,4 +1,6 @@
-"""`NodeRepair`: the repair controller in the `slurm` namespace (slurm/health/, standard library only).
+"""`NodeRepair`: the node lifecycle controller in the `slurm` namespace (slurm/health/, slurm/topology/,
+slurm/capacity/, slurm/aws/; standard library only): repair, active checks, and with EFA partitions or Capacity
+Blocks the EC2 side (components/lifecycle_settings.py) through an IRSA role of its own.
 
 It is a Slurm client the way the accounts reconcile is (components/slinky/accounts.py: the login image, sackd
 fetching the configuration and signing with the Controller's slurm.key), so it reads nodes with the same
@@ -24,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.cluster import SYSTEM_NODE_SELECTOR
+from components.cluster import SYSTEM_NODE_SELECTOR, EksCluster
 from components.config import ClusterConfig
 from components.health_settings import ACTIVE_CHECK_USER, active_checks, active_interval_seconds
+from components.lifecycle_settings import TOPOLOGY_CONFIG_MAP, ec2_actions, lifecycle_settings, places_topology
 from components.names import SHARED_MOUNT, SLURM_NAMESPACE
 from components.scheduling import partition_instance
 from components.slinky import specs
@@ -39,7 +43,8 @@ POD_LABELS = {"app.kubernetes.io/name": NAME}
 LEDGER_CONFIG_MAP = f"{NAME}-ledger"
 SETTINGS_CONFIG_MAP = f"{NAME}-settings"
 CODE_CONFIG_MAP = f"{NAME}-code"
-PACKAGE = Path(__file__).resolve().parent.parent / "slurm" / "health"
+SLURM_PACKAGE = Path(__file__).resolve().parent.parent / "slurm"
+PACKAGES = ("health", "topology", "capacity", "aws")  # what the controller imports (tests/test_architecture.py)
 SETTINGS_DIR = "/etc/slurm-eks/repair"
 METRICS_PORT = 9810
 SLURM_USER = ACTIVE_CHECK_USER
@@ -52,8 +57,9 @@ SCRIPT = (f"{SACKD_START}install -d -o {SLURM_USER} -g {SLURM_USER} -m 0750 {ACT
 
 
 def package_files() -> dict[str, str]:
-    """The controller's source files by name (a ConfigMap key cannot hold a '/')."""
-    return {path.name: path.read_text() for path in sorted(PACKAGE.glob("*.py"))}
+    """The controller's source files, keyed `<package>.<file>` (a ConfigMap key cannot hold a '/')."""
+    return {f"{pkg}.{path.name}": path.read_text() for pkg in PACKAGES
+            for path in sorted((SLURM_PACKAGE / pkg).glob("*.py"))}
 
 
 def settings(config: ClusterConfig) -> dict[str, Any]:
@@ -75,11 +81,12 @@ def settings(config: ClusterConfig) -> dict[str, Any]:
         "activeChecks": {"intervalSeconds": active_interval_seconds(config), "outputDir": ACTIVE_OUTPUT_DIR,
                          "relativeFloor": health.active_checks.relative_floor,
                          "maxNodesPerRound": health.active_checks.max_nodes_per_round, "partitions": checks},
+        **lifecycle_settings(config),
     }
 
 
 def deployment_spec(config: ClusterConfig, code: dict[str, str], settings_json: str) -> dict[str, Any]:
-    code_items = [{"key": name, "path": f"slurm/health/{name}"} for name in sorted(code)]
+    code_items = [{"key": key, "path": "slurm/" + key.replace(".", "/", 1)} for key in sorted(code)]
     # A new pod whenever the code or settings change (a running one would keep what it read at start).
     digest = hashlib.sha256(settings_json.encode())
     for name, text in sorted(code.items()):
@@ -105,12 +112,30 @@ def deployment_spec(config: ClusterConfig, code: dict[str, str], settings_json: 
     }
 
 
-# Least privilege: its own pods' nodes, its ledger, and Karpenter's NodeClaims (read, delete).
-NAMESPACE_RULES = [
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
-    {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [LEDGER_CONFIG_MAP], "verbs": ["get", "update"]},
-]
-CLUSTER_RULES = [{"apiGroups": ["karpenter.sh"], "resources": ["nodeclaims"], "verbs": ["get", "list", "delete"]}]
+def namespace_rules(config: ClusterConfig) -> list[dict[str, Any]]:
+    """Least privilege: its slurmd pods (listed to place them in the topology), its ledger, and the topology
+    ConfigMap it writes."""
+    topology = places_topology(config)
+    return [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"] if topology else ["get"]},
+        {"apiGroups": [""], "resources": ["configmaps"],
+         "resourceNames": [LEDGER_CONFIG_MAP, *([TOPOLOGY_CONFIG_MAP] if topology else [])],
+         "verbs": ["get", "update"]},
+    ]
+
+
+def cluster_rules(config: ClusterConfig) -> list[dict[str, Any]]:
+    """Karpenter's NodeClaims (read, delete); with topology, the nodes (their instance ids; the Slinky topology
+    annotation, a merge patch)."""
+    rules = [{"apiGroups": ["karpenter.sh"], "resources": ["nodeclaims"], "verbs": ["get", "list", "delete"]}]
+    if places_topology(config):
+        rules.append({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]})
+    return rules
+
+
+def ec2_read_policy(actions: list[str]) -> dict[str, Any]:
+    """Resource "*": none of the actions has a resource type (components/lifecycle_settings.py)."""
+    return {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": actions, "Resource": "*"}]}
 
 
 @dataclass(frozen=True)
@@ -118,6 +143,7 @@ class NodeRepairArgs:
     config: ClusterConfig
     provider: k8s.Provider
     depends_on: list[pulumi.Resource]  # the Controller (slurmctld), the Prometheus CRDs (PodMonitor), /shared
+    cluster: EksCluster  # its IRSA role, when it reads EC2
 
 
 class NodeRepair(pulumi.ComponentResource):
@@ -132,10 +158,19 @@ class NodeRepair(pulumi.ComponentResource):
             return {"name": object_name, "namespace": SLURM_NAMESPACE, "labels": POD_LABELS}
 
         after = args.depends_on
-        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=meta(NAME), opts=options(after))
-        role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta(NAME), rules=NAMESPACE_RULES, opts=options(after))
+        account_meta = meta(NAME)
+        if actions := ec2_actions(args.config):
+            aws_role = args.cluster.irsa_role(f"{name}-ec2", SLURM_NAMESPACE, NAME, pulumi.ResourceOptions(parent=self))
+            aws.iam.RolePolicy(f"{name}-ec2", role=aws_role.id, policy=json.dumps(ec2_read_policy(actions)),
+                               opts=pulumi.ResourceOptions(parent=self))
+            # amazon-eks-pod-identity-webhook: this annotation makes EKS project a web identity token and set
+            # AWS_ROLE_ARN / AWS_WEB_IDENTITY_TOKEN_FILE in the pod (slurm/aws/query.py trades them with STS).
+            account_meta["annotations"] = {"eks.amazonaws.com/role-arn": aws_role.arn}
+        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=account_meta, opts=options(after))
+        role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta(NAME), rules=namespace_rules(args.config),
+                                opts=options(after))
         cluster_role = k8s.rbac.v1.ClusterRole(f"{name}-cluster-role", metadata={"name": NAME, "labels": POD_LABELS},
-                                               rules=CLUSTER_RULES, opts=options(after))
+                                               rules=cluster_rules(args.config), opts=options(after))
         subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": SLURM_NAMESPACE}]
         bindings = [
             k8s.rbac.v1.RoleBinding(f"{name}-binding", metadata=meta(NAME), subjects=subject,

@@ -96,9 +96,10 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     # (components/observability.py).
     Observability("observability", ObservabilityArgs(config, namespaces, autoscaling.metrics, autoscaling.monitoring,
                                                      storage.file_system_id), opts)
-    # Nodes the checks drained are replaced; active checks measure idle ones (slurm/health/).
+    # Nodes the checks drained are replaced; active checks measure idle ones (slurm/health/); EFA nodes are placed
+    # in Slurm's topology from EC2 and Capacity Blocks' ends reserved (slurm/topology/, slurm/capacity/).
     NodeRepair("repair", NodeRepairArgs(config, cluster.provider, [slurm.controller, autoscaling.metrics,
-                                                                   storage]), opts)
+                                                                   storage], cluster), opts)
     outputs: dict[str, pulumi.Input[object]] = {}
     models: ModelStorage | None = None
     if config.storage.efs is not None:  # the model claim login and compute pods mount read-only

@@ -21,6 +21,7 @@ import pulumi_random as random
 from components.accounting_db import AccountingDatabase, AccountingDatabaseArgs
 from components.cluster import EksCluster
 from components.config import ClusterConfig
+from components.lifecycle_settings import INITIAL_TOPOLOGY, TOPOLOGY_CONFIG_MAP, TOPOLOGY_FILE, places_topology
 from components.names import SLURM_NAMESPACE
 from components.scheduling import partition_instance
 from components.segmented_namespaces import Namespaces
@@ -85,6 +86,9 @@ class SlurmCluster(pulumi.ComponentResource):
         files = slurm_conf.config_files(instances)
         config_maps = [self._object(f"{name}-{cm}", k8s.core.v1.ConfigMap, cm, base, data=data)
                        for cm, data in (files | node_health.config_maps(c)).items()]
+        if places_topology(c):  # its data is the lifecycle controller's (slurm/topology/sync.py) once it runs
+            config_maps.append(self._object(f"{name}-topology", k8s.core.v1.ConfigMap, TOPOLOGY_CONFIG_MAP, base,
+                                            data={TOPOLOGY_FILE: INITIAL_TOPOLOGY}, ignore_changes=["data"]))
         partitions = self._object(f"{name}-partitions", k8s.core.v1.ConfigMap, PARTITIONS_CONFIG_MAP, base,
                                   data={"partitions.json": json.dumps(specs.partitions_document(c), indent=2,
                                                                       sort_keys=True)})
@@ -99,7 +103,8 @@ class SlurmCluster(pulumi.ComponentResource):
                                   specs.accounting_spec(c, db.database), [*ready, *db.ready])
         controller = self.controller = self._slinky(
             f"{name}-controller", "Controller", specs.CONTROLLER,
-            specs.controller_spec(c, args.cluster_name, args.storage.storage_class, list(files)),
+            specs.controller_spec(c, args.cluster_name, args.storage.storage_class,
+                                  [*files, *([TOPOLOGY_CONFIG_MAP] if places_topology(c) else [])]),
             [*ready, *config_maps, *people_files, accounting])
         members = [*ready, controller, sssd, *people_files]
         # sacctmgr made to match slurm.accounts/qos once slurmctld and slurmdbd are there (a Job, after each up)
@@ -115,9 +120,10 @@ class SlurmCluster(pulumi.ComponentResource):
         self.register_outputs({"namespace": SLURM_NAMESPACE, "nodesets": list(self.nodesets)})
 
     def _object(self, name: str, kind: Any, object_name: str, depends_on: list[pulumi.Resource],
-                **fields: Any) -> Any:
+                ignore_changes: list[str] | None = None, **fields: Any) -> Any:
         return kind(name, metadata={"name": object_name, "namespace": SLURM_NAMESPACE}, **fields,
-                    opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=depends_on))
+                    opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=depends_on,
+                                                ignore_changes=ignore_changes))
 
     def _sssd_files(self, name: str, people: Identity) -> dict[str, pulumi.Input[str]]:
         """The `slurm-sssd` Secret. A directory's bind password and CA are read when `pulumi up` runs, so an

@@ -15,6 +15,7 @@ from components.cluster import SYSTEM_NODE_SELECTOR
 from components.config import ClusterConfig, Partition
 from components.efs_config import model_volume
 from components.health_settings import health_slurm_conf
+from components.lifecycle_settings import places_topology
 from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT, SHARED_MOUNT, SHARED_PVC, SHARED_VOLUME_NAME
 from components.scheduling import (
     device_requests,
@@ -184,6 +185,10 @@ def controller_spec(config: ClusterConfig, cluster_name: str, storage_class: pul
         "accountingRef": {"name": CONTROLLER},
         "slurmctld": with_mounts({"image": image}, pod),
         "reconfigure": {"image": image},
+        # With the topology ConfigMap (components/lifecycle_settings.py), whose data the lifecycle controller
+        # rewrites as nodes come and go: `scontrol reconfigure` by the reconfigure container when /etc/slurm
+        # changes, not a new slurmctld pod (CRD v1.2.1 spec.inplaceReconfigure; controller_app.go, reconfigure.sh).
+        **({"inplaceReconfigure": True} if places_topology(config) else {}),
         "logfile": logfile_sidecar(image),
         "configFileRefs": [{"name": n} for n in config_maps],
         # Save-state survives pod restarts: jobs, reservations and node states come back with slurmctld.

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.node_repair import SETTINGS_CONFIG_MAP as LIFECYCLE_SETTINGS
 from scripts.checks.findings import Finding, resource_label
 from scripts.checks.iam_policy import Request, UnsupportedPolicy, evaluate
 from scripts.checks.iam_requests import CONTROLLERS, Controller, Facts, NodeClass
@@ -123,6 +124,13 @@ def _interruption_queue(plan: Plan) -> str | None:
     return None
 
 
+def _lifecycle_settings(plan: Plan) -> dict[str, Any] | None:
+    for config_map in _manifests(plan, "ConfigMap"):
+        if config_map.get("metadata", {}).get("name") == LIFECYCLE_SETTINGS:
+            return json.loads((config_map.get("data") or {}).get("settings.json") or "{}")
+    return None
+
+
 def plan_facts(plan: Plan, provider_arn: str) -> Facts:
     """Partition and account from the OIDC provider's ARN, the region from its issuer host, the rest from the
     cluster, Karpenter's chart values and the EC2NodeClass and NodePool manifests."""
@@ -132,7 +140,8 @@ def plan_facts(plan: Plan, provider_arn: str) -> Facts:
     cluster = clusters[0].inputs if clusters else {}
     return Facts(partition=partition, region=region.group(1) if region else "", account=account,
                  cluster=str(cluster.get("name", "")), kubernetes_version=str(cluster.get("version", "")),
-                 node_classes=_node_classes(plan), interruption_queue=_interruption_queue(plan))
+                 node_classes=_node_classes(plan), interruption_queue=_interruption_queue(plan),
+                 lifecycle=_lifecycle_settings(plan))
 
 
 def _keys(request: Request) -> str:

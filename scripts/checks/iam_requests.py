@@ -6,7 +6,8 @@ wrong tag name there must show here). Sources:
 - Karpenter: aws/karpenter-provider-aws at v1.14.1 (commit bde00654c);
 - FSx for Lustre CSI driver: kubernetes-sigs/aws-fsx-csi-driver at 5b227125 (v1.9.0, chart 1.17.0);
 - EBS CSI driver: kubernetes-sigs/aws-ebs-csi-driver at v1.64.0;
-- EFS CSI driver: kubernetes-sigs/aws-efs-csi-driver at v3.4.1 (commit 3fcc6bdd, chart 4.4.1).
+- EFS CSI driver: kubernetes-sigs/aws-efs-csi-driver at v3.4.1 (commit 3fcc6bdd, chart 4.4.1);
+- the node lifecycle controller: slurm/topology/sync.py and slurm/capacity/blocks.py in this repository.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class Facts:
     kubernetes_version: str
     node_classes: tuple[NodeClass, ...] = ()
     interruption_queue: str | None = None
+    # The node lifecycle controller's settings.json (components/node_repair.py), as its pod reads them.
+    lifecycle: Mapping[str, object] | None = None
 
     # Built here, not with components.iam.Scope: a wrong ARN there must show as a denied request here.
     def arn(self, service: str, resource: str, region: str | None = None, account: str | None = None) -> str:
@@ -242,6 +245,18 @@ def efs_csi_calls(facts: Facts) -> list[Call]:
     return calls
 
 
+def lifecycle_calls(facts: Facts) -> list[Call]:
+    """EC2 reads of the steps its settings turn on; neither action has a resource type, so IAM sees "*"
+    (Service Authorization Reference, list_amazonec2.html)."""
+    settings = facts.lifecycle or {}
+    calls = []
+    if settings.get("topology"):
+        calls.append(_call(facts, "ec2:DescribeInstanceTopology", "*", "slurm/topology/sync.py describe_topology"))
+    if settings.get("capacityBlocks"):
+        calls.append(_call(facts, "ec2:DescribeCapacityReservations", "*", "slurm/capacity/blocks.py block_ends"))
+    return calls
+
+
 CONTROLLERS = (
     Controller("Karpenter", "system:serviceaccount:kube-system:karpenter",
                "aws/karpenter-provider-aws website/content/en/v1.14/getting-started/getting-started-with-karpenter/"
@@ -252,4 +267,6 @@ CONTROLLERS = (
                "kubernetes-sigs/aws-ebs-csi-driver docs/AmazonEBSCSIDriverPolicyV2.json", ebs_csi_calls),
     Controller("the EFS CSI controller", "system:serviceaccount:kube-system:efs-csi-controller-sa",
                "kubernetes-sigs/aws-efs-csi-driver docs/iam-policy-example.json", efs_csi_calls),
+    Controller("the node lifecycle controller", "system:serviceaccount:slurm:slurm-eks-repair",
+               "components/lifecycle_settings.py ec2_actions", lifecycle_calls),
 )

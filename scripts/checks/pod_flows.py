@@ -27,6 +27,7 @@ from components.accounting_db import IN_CLUSTER_NAME
 from components.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
 from components.autoscaling import PROMETHEUS_RELEASE
 from components.config import ClusterConfig
+from components.lifecycle_settings import ec2_actions
 from components.names import ML_NAMESPACE, SLURM_NAMESPACE
 from components.namespaces import ARGOCD, JUPYTERHUB, KUBERAY, MPI_OPERATOR, VOLCANO
 from components.namespaces import NAME_LABEL as NAMESPACE_LABEL
@@ -391,6 +392,9 @@ def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str
                "Prometheus scrapes the repair controller (replacements, drained nodes, bandwidth)")
     yield Flow(e["grafana"], e["prometheus"], "TCP", (9090, 9090), "Grafana's dashboards query Prometheus")
     yield Flow(e["grafana"], world, "TCP", (443, 443), "Grafana's CloudWatch data source (FSx) and STS over HTTPS")
+    if ec2_actions(config):
+        yield Flow(e["repair"], world, "TCP", (443, 443),
+                   "the lifecycle controller reads EC2 topology and Capacity Blocks (STS, EC2 over HTTPS)")
     for key, port in (("dcgm-exporter", 9400), ("neuron-monitor", NEURON_MONITOR_PORT)):
         if key in e:
             yield Flow(e["prometheus"], e[key], "TCP", (port, port), "Prometheus scrapes the accelerator exporters")

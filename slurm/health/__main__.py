@@ -1,6 +1,8 @@
-"""`python3 -m slurm.health --settings settings.json`: the repair controller's loop (components/node_repair.py
-renders the settings and runs this in the cluster). Each pass: repair (controller.repair_pass), then the active
-checks' round (active_runner), then sleep. Metrics on /metrics the whole time.
+"""`python3 -m slurm.health --settings settings.json`: the node lifecycle controller's loop (components/node_repair.py
+renders the settings and runs this in the cluster). Each pass: repair (controller.repair_pass), the active checks'
+round (active_runner), the network topology from EC2 (slurm/topology/sync.py) and the maintenance reservations over
+Capacity Blocks' ends (slurm/capacity/blocks.py) where the stack has them, then sleep. A step that fails is logged
+and the next one runs. Metrics on /metrics the whole time.
 """
 
 from __future__ import annotations
@@ -8,18 +10,26 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from slurm.aws.query import AwsError, QueryClient
+from slurm.capacity.blocks import Call, capacity_pass
+from slurm.capacity.reservations import ReservationError
 from slurm.health.active_runner import ActiveChecks, PartitionCheck, Probe
 from slurm.health.controller import Log, log_json, repair_pass
-from slurm.health.kube import Kube
+from slurm.health.kube import Kube, KubeError
 from slurm.health.ledger import ConfigMapLedger, LedgerStore
 from slurm.health.metrics import Registry, serve
 from slurm.health.repair import Policy
 from slurm.health.slurm_access import CliSlurm, SlurmAccess
+from slurm.topology.sync import TopologySettings, topology_pass
+
+# What a topology or Capacity Block step may fail with; anything else is a bug and stops the controller.
+STEP_ERRORS = (AwsError, KubeError, ReservationError, ValueError, OSError)
 
 
 @dataclass
@@ -30,21 +40,47 @@ class Controller:
     act: bool  # repair.enabled: false only logs what it would replace
     checks: ActiveChecks
     pass_seconds: float
+    topology: TopologySettings | None = None  # None: no EFA partition, nothing to place
+    blocks: dict[str, list[str]] = field(default_factory=dict)  # partition -> its Capacity Block ids
+    region: str = ""
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any], probe: Probe | None = None) -> Controller:
         active = settings["activeChecks"]
         checks = {name: PartitionCheck(c["kind"], int(c["ranks"]), c.get("floorGBps"))
                   for name, c in active["partitions"].items()}
+        topology = settings.get("topology")
         return cls(Policy(max_per_hour=int(settings["repair"]["maxPerHour"])), bool(settings["repair"]["enabled"]),
                    ActiveChecks(checks, float(active["intervalSeconds"]), float(active["relativeFloor"]),
                                 int(active["maxNodesPerRound"]), probe or Probe(Path(active["outputDir"]))),
-                   float(settings["passSeconds"]))
+                   float(settings["passSeconds"]),
+                   TopologySettings(**topology) if topology else None,
+                   {p: list(ids) for p, ids in settings.get("capacityBlocks", {}).items()},
+                   settings.get("region", ""))
+
+    @property
+    def uses_ec2(self) -> bool:
+        return self.topology is not None or bool(self.blocks)
 
     def one_pass(self, slurm: SlurmAccess, kube: Kube, ledger: LedgerStore, metrics: Registry, now: float,
-                 log: Log = log_json) -> None:
+                 log: Log = log_json, ec2: Call | None = None) -> None:
         repair_pass(slurm, kube, ledger, self.policy, metrics, now, dry_run=not self.act, log=log)
         self.checks.round(slurm, metrics, now, log)
+        if ec2 is None:
+            return
+        if self.topology is not None:
+            _step("topology", lambda: topology_pass(kube, ec2, self.topology, log), log)
+        if self.blocks:
+            moment = datetime.fromtimestamp(now, UTC)
+            _step("capacity-blocks", lambda: [log({"event": "reservation", "argv": argv}) for argv in
+                                              capacity_pass(ec2, self.blocks, moment)], log)
+
+
+def _step(name: str, run: Callable[[], object], log: Log) -> None:
+    try:
+        run()
+    except STEP_ERRORS as exc:
+        log({"event": "error", "step": name, "error": str(exc)})
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -56,8 +92,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     serve(metrics, port=int(settings["metricsPort"]))
     slurm, kube = CliSlurm(), Kube.in_cluster()
     ledger = ConfigMapLedger(kube, settings["ledgerConfigMap"], settings["namespace"])
+    ec2 = QueryClient.ec2_in_pod(controller.region).call if controller.uses_ec2 else None
     while True:
-        controller.one_pass(slurm, kube, ledger, metrics, time.time())
+        controller.one_pass(slurm, kube, ledger, metrics, time.time(), ec2=ec2)
         time.sleep(controller.pass_seconds)
 
 

@@ -56,13 +56,15 @@ def test_the_shipped_stacks_pass(stack: str) -> None:
     # CloudWatch metrics only (tests/observability/test_cloudwatch.py).
     others = {"system:serviceaccount:kube-system:aws-node", "system:serviceaccount:monitoring:prometheus-grafana"} | (
         {"system:serviceaccount:slurm:slurm-db-user"} if stack == "prod" else set())
-    # The EFS CSI controller exists only where storage.efs is on (prod).
-    controllers = {c.service_account for c in CONTROLLERS if stack == "prod" or c.name != "the EFS CSI controller"}
+    # The EFS CSI controller exists only where storage.efs is on (prod); the lifecycle controller reads EC2 only
+    # with EFA partitions or Capacity Blocks (prod).
+    prod_only = ("the EFS CSI controller", "the node lifecycle controller")
+    controllers = {c.service_account for c in CONTROLLERS if stack == "prod" or c.name not in prod_only}
     assert set(roles) == controllers | others
     facts = plan_facts(plan, roles["system:serviceaccount:kube-system:karpenter"].provider_arn)
     assert facts.partition == "aws" and facts.account == "123456789012" and facts.region == "us-west-2"
     assert facts.node_classes and facts.interruption_queue and facts.cluster
-    assert all(len(c.calls(facts)) > 0 for c in CONTROLLERS)
+    assert all(len(c.calls(facts)) > 0 for c in CONTROLLERS if c.service_account in controllers)
     assert check(plan) == []
 
 
@@ -175,3 +177,15 @@ def test_ebs_volumes_must_carry_the_managed_tag_the_driver_sets() -> None:
     (finding,) = check(with_policy("slurm-state-ebs-csi", wrong_tag))
     assert "is denied ec2:CreateVolume on arn:aws:ec2:us-west-2:123456789012:volume/" in finding.message
     assert "the request has 'true'" in finding.message
+
+
+def test_the_lifecycle_controller_needs_its_ec2_reads() -> None:
+    # Prod places its EFA partitions in Slurm's topology: without DescribeInstanceTopology the step cannot run.
+    def no_topology(document: Document) -> Document:
+        kept = [{**s, "Action": [a for a in s["Action"] if a != "ec2:DescribeInstanceTopology"] or ["ec2:DescribeTags"]}
+                for s in document["Statement"]]
+        return {**document, "Statement": kept}
+
+    findings = check(with_policy("repair-ec2", no_topology))
+    assert [denied_action(f) for f in findings] == ["ec2:DescribeInstanceTopology"]
+    assert "the node lifecycle controller" in findings[0].message
