@@ -15,7 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("components", "scripts", "slurm", "jobs", "policy")
 ENGINES = ("scripts.offline", "scripts.checks", "scripts.manifests", "scripts.preflight", "scripts.data",
-           "scripts.advise", "scripts.k8s")
+           "scripts.advise", "scripts.k8s", "scripts.cost")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
+from rich.table import Table
 
 from components.catalog import CATALOG
 from components.problems import ConfigError
@@ -23,13 +24,24 @@ from scripts.cli.problems import CONFIG_ERROR_EXIT, fail_config
 from scripts.cost import price_list
 from scripts.cost.estimate import Estimate, estimate
 from scripts.cost.price_table import TABLE_PATH, PriceTable
-from scripts.cost.render import as_json, footnotes, table
+from scripts.cost.render import as_json, dollars, footnotes, total
 from scripts.offline.plan_model import Plan
 
 
 class CostFormat(StrEnum):
     table = "table"
     json = "json"
+
+
+def table(e: Estimate, title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    for column in ("group", "name", "what", "idle $/h", "at max $/h", "note"):
+        t.add_column(column, justify="right" if "$" in column else "left", overflow="fold")
+    for line in e.lines:
+        t.add_row(line.group, line.name, line.what, dollars(line.idle), dollars(line.max), line.note)
+    t.add_section()
+    t.add_row("total", "", "", total(e, "idle"), total(e, "max"), "")
+    return t
 
 
 def _plan(stack: str, stacks_dir: Path, plan_dir: Path | None) -> Plan:

@@ -1,12 +1,10 @@
-"""The estimate as a table (`slurm-eks cost`), as JSON, and as the cost change between two plans (the preview
-workflow's PR comment, through `slurm-eks diff`)."""
+"""The estimate in words: dollars, totals, footnotes, JSON, and the cost change between two plans (the preview
+workflow's PR comment, through `slurm-eks diff`). The table itself is scripts/cli/cost.py's."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
-
-from rich.table import Table
 
 from scripts.cost.estimate import Estimate, Line, estimate
 from scripts.cost.price_table import REFRESH_HINT, PriceTable
@@ -21,20 +19,9 @@ def signed(value: float) -> str:
     return f"{'-' if value < -0.005 else '+'}${abs(value):,.2f}"
 
 
-def _total(e: Estimate, attr: str) -> str:
+def total(e: Estimate, attr: str) -> str:
     """A total, marked as a lower bound ("at least") when some line has no price."""
     return ("at least " if e.missing else "") + dollars(e.total(attr))
-
-
-def table(e: Estimate, title: str) -> Table:
-    t = Table(title=title, title_justify="left")
-    for column in ("group", "name", "what", "idle $/h", "at max $/h", "note"):
-        t.add_column(column, justify="right" if "$" in column else "left", overflow="fold")
-    for line in e.lines:
-        t.add_row(line.group, line.name, line.what, dollars(line.idle), dollars(line.max), line.note)
-    t.add_section()
-    t.add_row("total", "", "", _total(e, "idle"), _total(e, "max"), "")
-    return t
 
 
 def footnotes(e: Estimate, prices: PriceTable) -> list[str]:
