@@ -107,6 +107,9 @@ def test_the_tree_packs_each_job_under_one_leaf_switch(tree: SwitchTree) -> None
         shown = _shown_topology()
         allocations = _two_jobs_of_two_nodes()
 
+    # topology/tree takes the best fit: the smallest leaf that holds the job. Leaves of the recorded pages:
+    # {tn1,tn3,tn5}, {tn7}, {tn2,tn4}, {tn6,tn8}; two 2-node jobs fill the two 2-node leaves exactly.
+    assert allocations == [{"tn2", "tn4"}, {"tn6", "tn8"}]
     leaves = {tree.leaf_of(node) for nodes in allocations for node in nodes}
     for nodes in allocations:
         assert len(nodes) == 2
