@@ -178,14 +178,39 @@ class ReservationError(RuntimeError):
     """scontrol refused a command."""
 
 
+# What scontrol answers when a PART_NODES reservation is asked for a partition with no node (seen on the local
+# 22.05.8: "Error creating the reservation: Invalid node name specified"). A block partition at minNodes 0 has no
+# node until Karpenter launches one, so the reservation can only be made once the first node has registered.
+EMPTY_PARTITION = "Invalid node name specified"
+
+
+class NoNodesYet(ReservationError):
+    """Reservations that wait for their partition's first node; the other commands of the pass did run."""
+
+    def __init__(self, waiting: list[list[str]]) -> None:
+        names = ", ".join(next(a for a in argv if a.startswith("PartitionName=")).partition("=")[2]
+                          for argv in waiting)
+        super().__init__(f"no node yet in partition {names}: Slurm cannot reserve an empty partition "
+                         f"({EMPTY_PARTITION}); tried again each pass until a node registers")
+        self.waiting = waiting
+
+
 def apply(desired: Iterable[BlockReservation], now: datetime, scontrol: str = "scontrol",
           run: Runner = run_scontrol) -> list[list[str]]:
     """Reads the cluster's reservations, runs the plan, and returns the commands it ran. `desired` holds every
     block of every partition (a missing one is deleted): desired_reservation() of each, the Nones left out."""
     existing = parse_reservations(run([scontrol, "-o", "show", "reservation"]))
     commands = plan(desired, existing, now, scontrol)
+    waiting = []
     for argv in commands:
-        run(argv)
+        try:
+            run(argv)
+        except ReservationError as exc:
+            if argv[1] != "create" or EMPTY_PARTITION not in str(exc):
+                raise
+            waiting.append(argv)
+    if waiting:
+        raise NoNodesYet(waiting)
     return commands
 
 

@@ -12,9 +12,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from slurm.capacity.reservations import (
+    EMPTY_PARTITION,
     LEAD,
     BlockReservation,
     ExistingReservation,
+    NoNodesYet,
     ReservationError,
     apply,
     desired_reservation,
@@ -152,3 +154,32 @@ def test_names_and_time_limits() -> None:
     assert slurm_time_seconds("UNLIMITED") is None and slurm_time_seconds("infinite") is None
     with pytest.raises(ValueError, match="not a Slurm time limit"):
         slurm_time_seconds("7 days")
+
+
+def test_a_partition_without_nodes_waits_and_the_rest_still_runs() -> None:
+    ran: list[list[str]] = []
+    other = desired_reservation("gpu-a100", "cr-0bbbbbbbbbbbbbbb2", END, BEFORE)
+    assert other is not None
+
+    def run(argv: Sequence[str]) -> str:
+        ran.append(list(argv))
+        if argv[1:3] == ["-o", "show"]:
+            return "No reservations in the system\n"
+        if "PartitionName=gpu-h100" in argv:
+            raise ReservationError(f"{' '.join(argv)}: Error creating the reservation: {EMPTY_PARTITION}")
+        return ""
+
+    with pytest.raises(NoNodesYet, match="no node yet in partition gpu-h100") as caught:
+        apply([want(), other], BEFORE, run=run)
+    assert caught.value.waiting == [want().create_argv()]
+    assert ran[-1] == other.create_argv()  # the other block's reservation was still made
+
+
+def test_any_other_refusal_stops_the_pass() -> None:
+    def run(argv: Sequence[str]) -> str:
+        if argv[1:3] == ["-o", "show"]:
+            return "No reservations in the system\n"
+        raise ReservationError("scontrol: Access/permission denied")
+
+    with pytest.raises(ReservationError, match="permission denied"):
+        apply([want()], BEFORE, run=run)

@@ -18,6 +18,7 @@ from slurm.capacity import reservations
 from slurm.cli_backend import CliBackend
 from slurm.jobinfo import JobInfo
 from slurm.local.config import PARTITION
+from slurm.local.settings import with_settings
 
 pytestmark = pytest.mark.slurm
 BACKEND = CliBackend()
@@ -98,3 +99,16 @@ def test_a_block_inside_its_lead_is_held_from_now_and_an_extension_moves_only_th
         reservations.apply([], datetime.now(UTC))
     assert want.name not in reservations.parse_reservations(
         reservations.run_scontrol(["scontrol", "-o", "show", "reservation"]))
+
+
+def test_a_partition_with_no_node_yet_cannot_be_reserved_and_says_so() -> None:
+    """A block partition at minNodes 0 has no Slurm node until Karpenter launches one: slurmctld refuses a
+    PART_NODES reservation on it, which apply() reports as NoNodesYet (and the controller tries each pass)."""
+    now = datetime.now(UTC)
+    want = reservations.desired_reservation("empty", BLOCK, now + timedelta(days=1), now)
+    assert want is not None
+    with with_settings(["PartitionName=empty State=UP MaxTime=INFINITE"]):
+        with pytest.raises(reservations.NoNodesYet) as caught:
+            reservations.apply([want], now)
+        shown = reservations.parse_reservations(reservations.run_scontrol(["scontrol", "-o", "show", "reservation"]))
+    assert caught.value.waiting == [want.create_argv()] and want.name not in shown
