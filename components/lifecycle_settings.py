@@ -48,6 +48,6 @@ def ec2_actions(config: ClusterConfig) -> list[str]:
 
 def lifecycle_settings(config: ClusterConfig) -> dict[str, Any]:
     """The controller's settings.json entries for these steps (slurm/health/__main__.py Controller.from_settings)."""
-    topology = {"name": TOPOLOGY_NAME, "namespace": SLURM_NAMESPACE, "pod_selector": SLURMD_SELECTOR,
-                "config_map": TOPOLOGY_CONFIG_MAP, "key": TOPOLOGY_FILE} if places_topology(config) else None
+    topology = {"name": TOPOLOGY_NAME, "namespace": SLURM_NAMESPACE, "podSelector": SLURMD_SELECTOR,
+                "configMap": TOPOLOGY_CONFIG_MAP, "key": TOPOLOGY_FILE} if places_topology(config) else None
     return {"region": config.region, "topology": topology, "capacityBlocks": capacity_blocks(config)}

@@ -125,11 +125,11 @@ def namespace_rules(config: ClusterConfig) -> list[dict[str, Any]]:
 
 
 def cluster_rules(config: ClusterConfig) -> list[dict[str, Any]]:
-    """Karpenter's NodeClaims (read, delete); with topology, the nodes (their instance ids; the Slinky topology
-    annotation, a merge patch)."""
+    """Karpenter's NodeClaims (read, delete); with topology, the nodes (listed for their instance ids; the Slinky
+    topology annotation, a merge patch)."""
     rules = [{"apiGroups": ["karpenter.sh"], "resources": ["nodeclaims"], "verbs": ["get", "list", "delete"]}]
     if places_topology(config):
-        rules.append({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]})
+        rules.append({"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "patch"]})
     return rules
 
 

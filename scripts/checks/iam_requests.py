@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from scripts.checks.iam_policy import Request, Value
+from scripts.cost.price_list import pricing_endpoint_region
 
 # Example IDs: the policies scope by resource type, tags and region, never by ID.
 EC2_IDS = {"image": "ami-0123456789abcdef0", "snapshot": "snap-0123456789abcdef0", "subnet": "subnet-0123456789abcdef0",
@@ -104,7 +105,6 @@ def _call(facts: Facts, action: str, resource: str, source: str, context: Mappin
 # Karpenter (paths in aws/karpenter-provider-aws at v1.14.1)
 KARPENTER_TAGS = "pkg/utils/utils.go GetTags"
 PROFILE_TAGS = "pkg/apis/v1/ec2nodeclass.go InstanceProfileTags"
-PRICING_REGIONS = (("ap-", "ap-south-1"), ("cn-", "cn-northwest-1"), ("eu-", "eu-central-1"))  # pricing.go NewAPI
 
 
 def _owned(facts: Facts, node_class: NodeClass) -> dict[str, str]:
@@ -175,7 +175,7 @@ def _node_class_calls(facts: Facts, node_class: NodeClass) -> Iterator[Call]:
 
 
 def karpenter_calls(facts: Facts) -> list[Call]:
-    pricing_region = next((r for prefix, r in PRICING_REGIONS if facts.region.startswith(prefix)), "us-east-1")
+    pricing_region = pricing_endpoint_region(facts.region)  # pricing.go NewAPI
     parameter = (f"parameter/aws/service/eks/optimized-ami/{facts.kubernetes_version}/amazon-linux-2023/x86_64/"
                  "nvidia/recommended/image_id")
     calls = [_call(facts, f"ec2:{action}", "*", "pkg/aws/sdk.go EC2API") for action in KARPENTER_READS]

@@ -3,9 +3,9 @@
 
 Everything is read from the offline plan (scripts/offline/plan_model.py), so the base and head revisions of a pull
 request are priced the same way: the fixed part from the resources the plan registers, the node groups from the
-program's `nodeGroups` output (components/program.py). Monthly prices become hourly over 730 hours, the month the
-AWS Pricing Calculator uses. Usage-priced items (data transfer, NLB capacity units, EFS storage, S3) are listed as
-not counted.
+program's `nodeGroups` output (components/program.py). Monthly prices become hourly over 730 hours (8760 / 12,
+our convention for an average month). Usage-priced items (data transfer, NLB capacity units, EFS storage, S3)
+are listed as not counted.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def node_group_lines(plan: Plan, table: PriceTable, region: str) -> Iterator[Lin
             if capacity == "capacity-block":
                 yield Line(group, name, what, 0.0, 0.0, note=CAPACITY_NOTES[capacity])
                 continue
-            prices = [(f"{t} in {region}", table.instance_hour(region, t)) for t in types]
+            prices = [_instance(table, region, t) for t in types]
             yield _line(group, name, what, g["minNodes"], g["maxNodes"], prices, CAPACITY_NOTES.get(capacity, ""))
 
 
@@ -107,40 +107,43 @@ def _fsx(r: PlannedResource) -> tuple[str, str]:
     return key, what
 
 
-def _resource_lines(r: PlannedResource, table: PriceTable, region: str) -> Iterator[Line]:
-    def item(key: str) -> tuple[str, Price | None]:
-        return f"{key} in {region}", table.item(region, key)
+def _instance(table: PriceTable, region: str, instance_type: str) -> tuple[str, Price | None]:
+    return f"{instance_type} in {region}", table.instance_hour(region, instance_type)
 
+
+def _item(table: PriceTable, region: str, key: str) -> tuple[str, Price | None]:
+    """A priced item and what to call it when the table has no price for it."""
+    return f"{key} in {region}", table.item(region, key)
+
+
+def _resource_lines(r: PlannedResource, table: PriceTable, region: str) -> Iterator[Line]:
     i = r.inputs
     if r.type == "eks:index:ManagedNodeGroup":
         size, types = i["scalingConfig"], i["instanceTypes"]
         yield _line("fixed", f"node group {r.name}", f"{size['minSize']}-{size['maxSize']} x {' | '.join(types)}",
-                    size["minSize"], size["maxSize"], [(f"{t} in {region}", table.instance_hour(region, t))
-                                                       for t in types])
+                    size["minSize"], size["maxSize"], [_instance(table, region, t) for t in types])
     elif r.type == "aws:fsx/lustreFileSystem:LustreFileSystem":
         key, what = _fsx(r)
         gib = i["storageCapacity"] / HOURS_PER_MONTH
-        yield _line("fixed", f"FSx for Lustre {r.name}", what, gib, gib, [item(key)])
+        yield _line("fixed", f"FSx for Lustre {r.name}", what, gib, gib, [_item(table, region, key)])
     elif r.type == "aws:rds/instance:Instance":
         az = "multi-az" if i.get("multiAz") else "single-az"
         storage = i["allocatedStorage"] / HOURS_PER_MONTH
         yield _line("fixed", f"RDS {r.name}", f"{i['engine']} {i['instanceClass']} {az}", 1, 1,
-                    [item(f"rdsHour:{i['engine']}:{i['instanceClass']}:{az}")])
+                    [_item(table, region, f"rdsHour:{i['engine']}:{i['instanceClass']}:{az}")])
         yield _line("fixed", f"RDS {r.name} storage", f"{i['allocatedStorage']} GiB {i['storageType']}",
-                    storage, storage, [item(f"rdsStorageGbMonth:{i['storageType']}")])
+                    storage, storage, [_item(table, region, f"rdsStorageGbMonth:{i['storageType']}")])
 
 
 SIZED = ("eks:index:ManagedNodeGroup", "aws:fsx/lustreFileSystem:LustreFileSystem", "aws:rds/instance:Instance")
 
 
 def fixed_lines(plan: Plan, table: PriceTable, region: str) -> Iterator[Line]:
-    def item(key: str) -> tuple[str, Price | None]:
-        return f"{key} in {region}", table.item(region, key)
-
     if clusters := _count(plan, "eks:index:Cluster"):
-        yield _line("fixed", "EKS control plane", f"{clusters} cluster", clusters, clusters, [item("eksClusterHour")])
+        yield _line("fixed", "EKS control plane", f"{clusters} cluster", clusters, clusters,
+                    [_item(table, region, "eksClusterHour")])
     if nat := _count(plan, "aws:ec2/natGateway:NatGateway"):
-        yield _line("fixed", "NAT gateways", f"{nat} x NAT gateway", nat, nat, [item("natGatewayHour")],
+        yield _line("fixed", "NAT gateways", f"{nat} x NAT gateway", nat, nat, [_item(table, region, "natGatewayHour")],
                     "data processed per GB not counted")
     for r in (r for r in plan.resources if r.type in SIZED):
         try:
@@ -148,7 +151,7 @@ def fixed_lines(plan: Plan, table: PriceTable, region: str) -> Iterator[Line]:
         except (KeyError, TypeError, ValueError):  # a size the plan does not know ("[unknown]" or absent)
             yield Line("fixed", r.name, r.type, None, None, missing=(f"the size of {r.name} (not in the plan)",))
     if nlbs := sum(_load_balancers(r.inputs) for r in plan.resources):
-        yield _line("fixed", "Network Load Balancers", f"{nlbs} x NLB", nlbs, nlbs, [item("nlbHour")],
+        yield _line("fixed", "Network Load Balancers", f"{nlbs} x NLB", nlbs, nlbs, [_item(table, region, "nlbHour")],
                     "capacity units (LCU) not counted")
 
 

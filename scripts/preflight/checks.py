@@ -19,8 +19,9 @@ from botocore.exceptions import ClientError
 from components import catalog
 from components.config import ClusterConfig, Network, Partition
 from components.k8s_pools_config import NodeGroup
+from jobs.render import slurm_time_seconds
 from scripts.preflight.runner import Check, CheckResult
-from slurm.capacity.reservations import LEAD, slurm_time_seconds
+from slurm.capacity.reservations import LEAD
 
 
 def _error_code(exc: ClientError) -> str:

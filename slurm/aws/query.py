@@ -16,6 +16,8 @@ from pathlib import Path
 from slurm.aws.sigv4 import FORM, Credentials, signed_headers
 
 EC2_VERSION = "2016-11-15"  # botocore data/ec2/2016-11-15/service-2.json
+# EC2 responses carry the API version's namespace: http://ec2.amazonaws.com/doc/<Version>/.
+EC2_NAMESPACE = f"http://ec2.amazonaws.com/doc/{EC2_VERSION}/"
 STS_VERSION = "2011-06-15"
 STS_NS = "{https://sts.amazonaws.com/doc/2011-06-15/}"
 REFRESH_BEFORE = timedelta(minutes=5)

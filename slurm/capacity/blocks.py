@@ -12,10 +12,10 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-from slurm.aws.query import AwsError
+from slurm.aws.query import EC2_NAMESPACE, AwsError
 from slurm.capacity.reservations import BlockReservation, apply, desired_reservation, run_scontrol
 
-NAMESPACE = "{http://ec2.amazonaws.com/doc/2016-11-15/}"
+NAMESPACE = f"{{{EC2_NAMESPACE}}}"
 ACTION = "DescribeCapacityReservations"
 Call = Callable[[str, dict[str, str]], ET.Element]
 

@@ -24,7 +24,6 @@ Flags (scontrol(1), Slurm 22.05 and 25.11, "Flags=<flags>"):
 from __future__ import annotations
 
 import math
-import re
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -212,22 +211,3 @@ def apply(desired: Iterable[BlockReservation], now: datetime, scontrol: str = "s
     if waiting:
         raise NoNodesYet(waiting)
     return commands
-
-
-def slurm_time_seconds(value: str) -> int | None:
-    """A Slurm time limit (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS) -> seconds; None: UNLIMITED."""
-    if value.upper() in ("UNLIMITED", "INFINITE"):
-        return None
-    if not re.fullmatch(r"\d+|\d+:\d+(:\d+)?|\d+-\d+(:\d+){0,2}", value):
-        raise ValueError(f"not a Slurm time limit: {value!r}")
-    days, _, clock = value.rpartition("-")
-    parts = [int(p) for p in clock.split(":")]
-    if days:  # D-HH[:MM[:SS]]
-        hours, minutes, seconds = [*parts, 0, 0][:3]
-    elif len(parts) == 1:  # minutes
-        hours, minutes, seconds = 0, parts[0], 0
-    elif len(parts) == 2:  # MM:SS
-        hours, minutes, seconds = 0, *parts
-    else:
-        hours, minutes, seconds = parts
-    return ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds

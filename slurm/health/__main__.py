@@ -26,6 +26,7 @@ from slurm.health.ledger import ConfigMapLedger, LedgerStore
 from slurm.health.metrics import Registry, serve
 from slurm.health.repair import Policy
 from slurm.health.slurm_access import CliSlurm, SlurmAccess
+from slurm.topology.instance_topology import InstanceTopology
 from slurm.topology.sync import TopologySettings, topology_pass
 
 # What a topology or Capacity Block step may fail with; anything else is a bug and stops the controller.
@@ -43,6 +44,7 @@ class Controller:
     topology: TopologySettings | None = None  # None: no EFA partition, nothing to place
     blocks: dict[str, list[str]] = field(default_factory=dict)  # partition -> its Capacity Block ids
     region: str = ""
+    placed: dict[str, InstanceTopology] = field(default_factory=dict)  # the topology step's instances, kept
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any], probe: Probe | None = None) -> Controller:
@@ -54,7 +56,8 @@ class Controller:
                    ActiveChecks(checks, float(active["intervalSeconds"]), float(active["relativeFloor"]),
                                 int(active["maxNodesPerRound"]), probe or Probe(Path(active["outputDir"]))),
                    float(settings["passSeconds"]),
-                   TopologySettings(**topology) if topology else None,
+                   TopologySettings(topology["name"], topology["namespace"], topology["podSelector"],
+                                    topology["configMap"], topology["key"]) if topology else None,
                    {p: list(ids) for p, ids in settings.get("capacityBlocks", {}).items()},
                    settings.get("region", ""))
 
@@ -69,7 +72,7 @@ class Controller:
         if ec2 is None:
             return
         if self.topology is not None:
-            _step("topology", lambda: topology_pass(kube, ec2, self.topology, log), log)
+            _step("topology", lambda: topology_pass(kube, ec2, self.topology, log, self.placed), log)
         if self.blocks:
             moment = datetime.fromtimestamp(now, UTC)
             _step("capacity-blocks", lambda: [log({"event": "reservation", "argv": argv}) for argv in

@@ -80,8 +80,8 @@ class Kube:
         query = urllib.parse.urlencode({"labelSelector": selector})
         return self.request("GET", f"/api/v1/namespaces/{_q(namespace)}/pods?{query}").get("items") or []
 
-    def node(self, name: str) -> dict[str, Any]:
-        return self.request("GET", f"/api/v1/nodes/{_q(name)}")
+    def nodes(self) -> list[dict[str, Any]]:
+        return self.request("GET", "/api/v1/nodes").get("items") or []
 
     def annotate_node(self, name: str, annotations: dict[str, str]) -> None:
         """A JSON merge patch (RFC 7386) of the node's annotations: other fields and annotations stay."""

@@ -12,9 +12,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-API_VERSION = "2016-11-15"
-# EC2 responses carry the API version's namespace: http://ec2.amazonaws.com/doc/<Version>/.
-NAMESPACE = f"http://ec2.amazonaws.com/doc/{API_VERSION}/"
+from slurm.aws.query import EC2_NAMESPACE as NAMESPACE
+
 ACTION = "DescribeInstanceTopology"
 # DescribeInstanceTopologyRequest.InstanceIds: "Maximum 100 explicitly specified instance IDs";
 # DescribeInstanceTopologyMaxResults: min 1, max 100 (default 20). MaxResults and instance IDs may not be given
@@ -108,12 +107,13 @@ def batches(instance_ids: Sequence[str], size: int = MAX_INSTANCE_IDS) -> list[t
 
 def request_params(instance_ids: Sequence[str], next_token: str | None) -> dict[str, str]:
     """Query API parameters of one call: the given instances (`InstanceId.N`), or with none, every instance a
-    page of MAX_RESULTS at a time. Action and Version are common parameters of every call
-    (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/CommonParameters.html). Lists are flattened as
+    page of MAX_RESULTS at a time. Action and Version, common to every call
+    (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/CommonParameters.html), are the client's
+    (slurm/aws/query.py QueryClient.call). Lists are flattened as
     `<locationName>.N` from 1 (botocore/serialize.py, EC2Serializer._serialize_type_list)."""
     if len(instance_ids) > MAX_INSTANCE_IDS:
         raise ValueError(f"at most {MAX_INSTANCE_IDS} instance ids per call, got {len(instance_ids)}: use batches()")
-    params = {"Action": ACTION, "Version": API_VERSION}
+    params: dict[str, str] = {}
     if instance_ids:
         params.update({f"InstanceId.{index}": instance_id for index, instance_id in enumerate(instance_ids, 1)})
     else:

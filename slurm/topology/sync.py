@@ -2,7 +2,8 @@
 
 Each pass: the slurmd pods (Slinky names each Slurm node after its pod: slurm-operator v1.2.1
 internal/controller/nodeset/utils/utils.go GetSlurmNodeName) and the Kubernetes nodes they run on; each node's
-instance id from spec.providerID (`aws:///<zone>/<instance id>`, the AWS cloud provider's form); EC2
+instance id from spec.providerID (`aws:///<zone>/<instance id>`, as Karpenter sets it:
+aws/karpenter-provider-aws v1.14.1 pkg/cloudprovider/cloudprovider.go); EC2
 DescribeInstanceTopology for those instances; the switch tree (slurm/topology/tree.py). Then two writes, each
 only when it changed:
 - topology.yaml in the ConfigMap the Controller lists in configFileRefs: Slinky mounts it in slurmctld's
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slurm.health.kube import Kube
-from slurm.topology.instance_topology import InstanceTopology, batches, parse_page, request_params
+from slurm.topology.instance_topology import ACTION, InstanceTopology, batches, parse_page, request_params
 from slurm.topology.render import flat_topology_yaml, render_topology_yaml
 from slurm.topology.tree import build_tree
 
@@ -63,20 +64,25 @@ def describe_topology(call: Call, ids: Sequence[str]) -> list[InstanceTopology]:
     for batch in batches(ids):
         token: str | None = None
         while True:
-            params = request_params(batch, token)
-            page = parse_page(call(params.pop("Action"), {k: v for k, v in params.items() if k != "Version"}))
+            page = parse_page(call(ACTION, request_params(batch, token)))
             found += page.instances
             if not (token := page.next_token):
                 break
     return found
 
 
-def topology_pass(kube: Kube, call: Call, settings: TopologySettings, log: Log) -> str:
-    """One sync; returns the topology.yaml it leaves in place."""
+def topology_pass(kube: Kube, call: Call, settings: TopologySettings, log: Log,
+                  known: dict[str, InstanceTopology] | None = None) -> str:
+    """One sync; returns the topology.yaml it leaves in place. `known` (kept by the caller across passes) holds the
+    placed instances already read: a running instance keeps its place in the network, so EC2 is asked only about
+    instances new to it (and those it had no topology for yet)."""
+    known = {} if known is None else known
     hosts = slurm_nodes_by_host(kube, settings)
-    nodes = {host: kube.node(host) for host in hosts}
+    nodes = {node["metadata"]["name"]: node for node in kube.nodes() if node["metadata"]["name"] in hosts}
     instances = {host: iid for host, node in nodes.items() if (iid := instance_id(node))}
-    records = describe_topology(call, sorted(set(instances.values()))) if instances else []
+    new = sorted(set(instances.values()) - known.keys())
+    known.update((r.instance_id, r) for r in (describe_topology(call, new) if new else []) if r.placed)
+    records = [known[iid] for iid in set(instances.values()) if iid in known]
     by_instance: dict[str, list[str]] = {}
     for host, slurm_nodes in hosts.items():
         by_instance.setdefault(instances.get(host, f"unknown:{host}"), []).extend(slurm_nodes)
@@ -85,7 +91,7 @@ def topology_pass(kube: Kube, call: Call, settings: TopologySettings, log: Log) 
         text = render_topology_yaml(tree, settings.name)
         for host, slurm_nodes in sorted(hosts.items()):
             spec = f"{settings.name}:{tree.leaf_of(slurm_nodes[0])}"
-            if (nodes[host]["metadata"].get("annotations") or {}).get(ANNOTATION) != spec:
+            if host in nodes and (nodes[host]["metadata"].get("annotations") or {}).get(ANNOTATION) != spec:
                 kube.annotate_node(host, {ANNOTATION: spec})
                 log({"event": "topology-annotated", "node": host, "spec": spec})
     else:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from jobs.render import slurm_time_seconds  # preflight's reading of maxTime
 from slurm.capacity.reservations import (
     EMPTY_PARTITION,
     LEAD,
@@ -24,7 +25,6 @@ from slurm.capacity.reservations import (
     plan,
     reservation_name,
     run_scontrol,
-    slurm_time_seconds,
 )
 
 CR = "cr-0123456789abcdef0"
@@ -152,7 +152,7 @@ def test_names_and_time_limits() -> None:
     assert [slurm_time_seconds(v) for v in ("90", "1:30", "01:00:00", "1-12", "7-00:00:00", "2-1:30")] == [
         5400, 90, 3600, 129600, 604800, 178200]
     assert slurm_time_seconds("UNLIMITED") is None and slurm_time_seconds("infinite") is None
-    with pytest.raises(ValueError, match="not a Slurm time limit"):
+    with pytest.raises(ValueError):
         slurm_time_seconds("7 days")
 
 

@@ -135,6 +135,9 @@ class FakeKube:
             key, _, value = urllib.parse.unquote(match[1]).partition("=")
             return 200, {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": str(self._rv)},
                          "items": [p for p in self.pods.values() if p["metadata"]["labels"].get(key) == value]}
+        if path == "/api/v1/nodes" and method == "GET":
+            return 200, {"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": str(self._rv)},
+                         "items": list(self.nodes.values())}
         if match := re.fullmatch(r"/api/v1/nodes/([^/]+)", path):
             found = self.nodes.get(match[1])
             if not found:

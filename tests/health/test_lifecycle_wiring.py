@@ -26,7 +26,7 @@ from slurm.health.metrics import Registry
 from slurm.topology.render import flat_topology_yaml
 from tests.config.helpers import raw_config
 from tests.health.test_controller import NOW, FixedSlurm
-from tests.health.test_kube import FakeKube
+from tests.health.test_kube import FakeKube, node, pod
 from tests.plan.fixtures import one, shipped_plan
 
 BLOCK = "cr-0123456789abcdef0"
@@ -40,7 +40,7 @@ def with_block() -> Any:
 
 def test_prod_places_its_efa_partitions_dev_has_none() -> None:
     prod = lifecycle_settings(parse_cluster_config(raw_config("prod"), "prod")[0])
-    assert prod["topology"]["config_map"] == TOPOLOGY_CONFIG_MAP and prod["capacityBlocks"] == {}
+    assert prod["topology"]["configMap"] == TOPOLOGY_CONFIG_MAP and prod["capacityBlocks"] == {}
     dev = lifecycle_settings(parse_cluster_config(raw_config("dev"), "dev")[0])
     assert dev["topology"] is None and dev["capacityBlocks"] == {}
     assert lifecycle_settings(with_block())["capacityBlocks"] == {"gpu-h100": [BLOCK]}
@@ -48,7 +48,7 @@ def test_prod_places_its_efa_partitions_dev_has_none() -> None:
 
 def test_rbac_grows_only_with_topology() -> None:
     prod, dev = (parse_cluster_config(raw_config(s), s)[0] for s in ("prod", "dev"))
-    assert {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]} in cluster_rules(prod)
+    assert {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "patch"]} in cluster_rules(prod)
     assert all("nodes" not in r["resources"] for r in cluster_rules(dev))
     assert namespace_rules(dev)[0]["verbs"] == ["get"] and namespace_rules(prod)[0]["verbs"] == ["get", "list"]
 
@@ -92,11 +92,8 @@ def test_a_pass_runs_each_ec2_step_and_a_failing_one_does_not_stop_the_next(tmp_
             called.append(action)
             raise AwsError("https://ec2.us-west-2.amazonaws.com/: HTTP 403: UnauthorizedOperation: not allowed")
 
-        fake.pods["gpu-h100-0"] = {"apiVersion": "v1", "kind": "Pod", "metadata": {
-            "name": "gpu-h100-0", "namespace": "slurm", "labels": {"app.kubernetes.io/name": "slurmd"}},
-            "spec": {"nodeName": "ip-10-0-0-1"}}
-        fake.nodes["ip-10-0-0-1"] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "ip-10-0-0-1"},
-                                     "spec": {"providerID": "aws:///us-west-2a/i-0123456789abcdef0"}}
+        fake.pods["gpu-h100-0"] = pod("gpu-h100-0", "ip-10-0-0-1")
+        fake.nodes["ip-10-0-0-1"] = node("ip-10-0-0-1", "i-0123456789abcdef0")
         logs: list[dict[str, Any]] = []
         controller.one_pass(FixedSlurm([]), kube, ConfigMapLedger(kube), Registry(), NOW, logs.append, ec2=ec2)
         assert called == ["DescribeInstanceTopology", "DescribeCapacityReservations"]

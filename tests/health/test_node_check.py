@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slurm.health.reasons import parse_reason
-from tests.conftest import require_tool
+from tests.conftest import require_tool, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "slurm" / "health" / "node-check.sh"
@@ -102,6 +102,16 @@ def assert_drained(node: Node, check: str) -> str:
     return reason.detail
 
 
+def assert_verdict(node: Node, result: subprocess.CompletedProcess[str], fires: bool, check: str, detail: str) -> None:
+    """A check that fires exits 1 having drained the node with its reason; one that does not exits 0, drains nothing."""
+    if fires:
+        assert result.returncode == 1
+        assert assert_drained(node, check) == detail
+    else:
+        assert result.returncode == 0, result.stdout
+        assert node.updates() == []
+
+
 def test_script_is_executable_and_parses():
     assert os.access(SCRIPT, os.X_OK)
     subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
@@ -155,12 +165,7 @@ def test_nvidia_smi_missing_drains_gpu_driver(node: Node, tmp_path: Path):
 @pytest.mark.parametrize(("ecc", "fires"), [("3:2", True), ("0:0", False), ("NA", False)])
 def test_ecc(node: Node, ecc: str, fires: bool):
     result = node.run(FAKE_ECC=ecc)
-    if fires:
-        assert result.returncode == 1
-        assert assert_drained(node, "ecc") == "uncorrectable volatile ECC errors: GPU 3: 2"
-    else:
-        assert result.returncode == 0, result.stdout
-        assert node.updates() == []
+    assert_verdict(node, result, fires, "ecc", "uncorrectable volatile ECC errors: GPU 3: 2")
 
 
 @pytest.mark.parametrize(("log", "fires"), [(XID_79, True), (XID_13, False), ("", False)])
@@ -168,12 +173,7 @@ def test_xid(node: Node, log: str, fires: bool):
     dmesg = node.tmp / "dmesg.txt"
     dmesg.write_text("[    0.0] Linux version 6.1\n" + log)
     result = node.run(FAKE_DMESG_FILE=str(dmesg))
-    if fires:
-        assert result.returncode == 1
-        assert assert_drained(node, "xid") == "critical Xid 79 on PCI:0000:10:1c"
-    else:
-        assert result.returncode == 0, result.stdout
-        assert node.updates() == []
+    assert_verdict(node, result, fires, "xid", "critical Xid 79 on PCI:0000:10:1c")
 
 
 def test_restricted_dmesg_skips_xid_check(node: Node):
@@ -190,12 +190,7 @@ def test_dcgm(node: Node, table: str, rc: int, fires: bool):
     out.write_text(table)
     result = node.run(FAKE_DCGMI_FILE=str(out), FAKE_DCGMI_RC=str(rc))
     assert "dcgmi diag -r 1" in node.call_log.read_text()
-    if fires:
-        assert result.returncode == 1
-        assert assert_drained(node, "dcgm") == "dcgmi diag -r 1 failed: software"
-    else:
-        assert result.returncode == 0, result.stdout
-        assert node.updates() == []
+    assert_verdict(node, result, fires, "dcgm", "dcgmi diag -r 1 failed: software")
 
 
 def test_dcgm_nonzero_exit_without_table_fails(node: Node):
@@ -215,24 +210,14 @@ def test_dcgm_off_by_default(node: Node):
 def test_efa(node: Node, count: str, fires: bool):
     node.config["EFA"] = "32"
     result = node.run(FAKE_EFA_COUNT=count)
-    if fires:
-        assert result.returncode == 1
-        assert assert_drained(node, "efa") == f"fi_info sees {count} EFA devices, expected 32"
-    else:
-        assert result.returncode == 0, result.stdout
-        assert node.updates() == []
+    assert_verdict(node, result, fires, "efa", f"fi_info sees {count} EFA devices, expected 32")
 
 
 @pytest.mark.parametrize(("count", "fires"), [("15", True), ("16", False)])
 def test_neuron(node: Node, count: str, fires: bool):
     node.config.update(GPUS="0", NEURON_DEVICES="16")
     result = node.run(FAKE_NEURON_COUNT=count)
-    if fires:
-        assert result.returncode == 1
-        assert assert_drained(node, "neuron") == "neuron-ls sees 15 Neuron devices, expected 16"
-    else:
-        assert result.returncode == 0, result.stdout
-        assert node.updates() == []
+    assert_verdict(node, result, fires, "neuron", "neuron-ls sees 15 Neuron devices, expected 16")
 
 
 def test_shared_not_mounted(node: Node):
@@ -315,7 +300,7 @@ def test_prolog_failure_writes_no_mapping(node: Node):
 @pytest.fixture
 def shm_dir():
     if os.geteuid() != 0 or not Path("/dev/shm").is_dir():
-        pytest.skip("needs root (chown) and /dev/shm")
+        unavailable("needs root (chown) and /dev/shm: run the tests as root, as CI does")
     path = Path(tempfile.mkdtemp(prefix="slurm-eks-test-", dir="/dev/shm"))
     yield path
     shutil.rmtree(path, ignore_errors=True)

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from slurm.aws.query import EC2_VERSION
 from slurm.topology import instance_topology as it
+from tests.conftest import require_module
 from tests.topology import recorded
 
 
@@ -40,11 +42,11 @@ def test_an_uncovered_instance_type_has_no_network_nodes() -> None:
 
 def _botocore_parse(xml: bytes) -> dict:
     """The same bytes through botocore's own EC2 response parser and model (an independent reading)."""
-    botocore = pytest.importorskip("botocore")
+    botocore = require_module("botocore", "make test installs it with boto3")
     from botocore import parsers
     from botocore.model import ServiceModel
 
-    model_file = Path(botocore.__file__).parent / "data" / "ec2" / it.API_VERSION / "service-2.json.gz"
+    model_file = Path(botocore.__file__).parent / "data" / "ec2" / EC2_VERSION / "service-2.json.gz"
     model = ServiceModel(json.loads(gzip.decompress(model_file.read_bytes())))
     output = model.operation_model(it.ACTION).output_shape
     return parsers.create_parser("ec2").parse({"body": xml, "headers": {}, "status_code": 200}, output)
@@ -96,18 +98,18 @@ def test_a_later_page_replaces_an_instance_listed_twice() -> None:
 
 def test_request_params_name_each_instance_and_never_max_results_with_them() -> None:
     assert it.request_params(["i-a", "i-b"], None) == {
-        "Action": "DescribeInstanceTopology", "Version": "2016-11-15", "InstanceId.1": "i-a", "InstanceId.2": "i-b"}
+        "InstanceId.1": "i-a", "InstanceId.2": "i-b"}
     assert it.request_params(["i-a"], "tok")["NextToken"] == "tok"
 
 
 def test_request_params_without_instances_page_through_all() -> None:
     assert it.request_params([], "tok") == {
-        "Action": "DescribeInstanceTopology", "Version": "2016-11-15", "MaxResults": "100", "NextToken": "tok"}
+        "MaxResults": "100", "NextToken": "tok"}
 
 
 def test_the_limits_match_the_botocore_model() -> None:
-    botocore = pytest.importorskip("botocore")
-    model_file = Path(botocore.__file__).parent / "data" / "ec2" / it.API_VERSION / "service-2.json.gz"
+    botocore = require_module("botocore", "make test installs it with boto3")
+    model_file = Path(botocore.__file__).parent / "data" / "ec2" / EC2_VERSION / "service-2.json.gz"
     shapes = json.loads(gzip.decompress(model_file.read_bytes()))["shapes"]
     assert shapes["DescribeInstanceTopologyMaxResults"]["max"] == it.MAX_RESULTS
     ids = shapes["DescribeInstanceTopologyRequest"]["members"]["InstanceIds"]

@@ -101,3 +101,14 @@ def test_more_than_100_instances_take_several_calls() -> None:
 
     describe_topology(empty, [f"i-{k:017x}" for k in range(250)])
     assert [len([k for k in c if k.startswith("InstanceId.")]) for c in calls] == [100, 100, 50]
+
+
+def test_ec2_is_asked_only_about_instances_it_has_not_placed(cluster: FakeKube, tmp_path: Path) -> None:
+    kube, known = client(cluster, tmp_path), {}
+    first = RecordedEc2()
+    topology_pass(kube, first, SETTINGS, lambda e: None, known)
+    assert len(known) == 8  # the uncovered m5 instance has no place: asked again next time
+    again = RecordedEc2()
+    topology_pass(kube, again, SETTINGS, lambda e: None, known)
+    asked = [v for call in again.calls for k, v in call.items() if k.startswith("InstanceId.")]
+    assert set(asked) == {recorded.UNCOVERED}  # (the recorded pages page through it, as listed)
