@@ -12,22 +12,40 @@ PIP_FLAGS := --quiet --no-cache-dir
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: setup setup-extras system-packages xla-venv plan test lint golden bench bench-gpu crds mutate clean
+.PHONY: setup setup-extras system-packages slurm xla-venv plan test lint golden bench bench-gpu crds mutate clean
 
 # Debian packages the tests use: shellcheck (rendered job scripts), sssd-tools and sssd-ldap (`sssctl
 # config-check`, sssd against a test directory), openssh-server (`sshd -T`), slapd and ldap-utils (that test
-# directory). No service of theirs is started: a policy-rc.d answers "no" while apt installs them (libnss-sss
-# and libpam-sss still add sss to nsswitch.conf and PAM, harmless while no sssd runs). The local Slurm daemons
-# are installed by `slurm-eks local up`, which the test suite runs itself.
-SYSTEM_PACKAGES := shellcheck sssd-tools sssd-ldap openssh-server slapd ldap-utils mariadb-server mariadb-client openssl
+# directory), MariaDB (accounting), openssl; and what the twin of a stack's cluster runs (scripts/twin): munge (the
+# local one-node Slurm's auth), iproute2 and nftables (pod networks, NetworkPolicies), supervisor, socat, tini
+# and gawk (what Slinky's images run their entrypoints with), prometheus (KEDA's queries, evaluated as KEDA
+# would), curl (the twin's probes); python3.11-dev (torch-xla loads libpython3.11; DeepSpeed's CPU op builds with its
+# headers) and ninja-build (DeepSpeed's op build). No service of theirs is started: a policy-rc.d answers "no" while apt installs them (libnss-sss and
+# libpam-sss still add sss to nsswitch.conf and PAM, harmless while no sssd runs).
+SYSTEM_PACKAGES := shellcheck sssd-tools sssd-ldap openssh-server slapd ldap-utils mariadb-server mariadb-client \
+  openssl munge iproute2 nftables supervisor socat tini gawk prometheus curl python3.11-dev ninja-build
+# What Slurm's configure looks for (../shared/upstream/slurm/README.md), to build the Slurm the cluster runs.
+SLURM_BUILD_PACKAGES := build-essential pkg-config libmunge-dev default-libmysqlclient-dev libjson-c-dev \
+  libyaml-dev libjwt-dev libhttp-parser-dev libhwloc-dev libdbus-1-dev libbpf-dev libpam0g-dev liblz4-dev \
+  libcurl4-openssl-dev libssl-dev
 system-packages:
-	@missing="$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null \
-	  | grep -qx installed || echo $$p; done)"; [ -z "$$missing" ] || { \
+	@missing="$$(for p in $(SYSTEM_PACKAGES) $(SLURM_BUILD_PACKAGES); do dpkg-query -W -f='$${db:Status-Status}' $$p \
+	  2>/dev/null | grep -qx installed || echo $$p; done)"; [ -z "$$missing" ] || { \
 	  if [ "$$(id -u)" = 0 ]; then guard=; [ -e /usr/sbin/policy-rc.d ] || { guard=1; \
 	      printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; }; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	      $$missing; rc=$$?; [ -z "$$guard" ] || rm -f /usr/sbin/policy-rc.d; exit $$rc; \
 	  else echo "to run every test: apt-get install" $$missing; fi; }
+
+# Slurm 25.11, the version the cluster runs, built from the upstream tarball in ../shared once per tarball and
+# build script (about 10 minutes on 2 cores) into a machine-wide cache that every checkout shares, and linked
+# as build/slurm; every Slurm test runs it (tests/conftest.py).
+SHARED ?= ../shared
+SLURM_TARBALL := $(firstword $(wildcard $(SHARED)/upstream/slurm/slurm-25.11*.tar.gz))
+SLURM_CACHE ?= /var/cache/slurm-eks
+slurm: system-packages
+	@[ -n "$(SLURM_TARBALL)" ] || { echo "no Slurm 25.11 tarball in $(SHARED)/upstream/slurm"; exit 1; }
+	tools/build_slurm.sh $(SLURM_TARBALL) build/slurm $(SLURM_CACHE)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,16 +81,18 @@ xla-venv: $(XLA_VENV)/.installed
 lint: setup-extras
 	$(BIN)/ruff check .
 
-# Everything but the local Slurm tests on TEST_WORKERS processes (one per core, at least 2; a test module stays
-# on one, so its fixtures are built once); the Slurm tests then alone: one local Slurm at a time.
+# Everything but the Slurm tests on TEST_WORKERS processes (one per core, at least 2; a test module stays on one,
+# so its fixtures are built once); then the local Slurm's tests alone (one local Slurm at a time); then the
+# twins of the shipped stacks (scripts/twin), one stack at a time.
 TEST_WORKERS ?= $(shell n=$$(nproc); [ $$n -gt 2 ] && echo $$n || echo 2)
 # The three installs share nothing (the main venv, Debian packages, the torch-xla venv) and mostly wait on
 # downloads and disk, so they run side by side: about two minutes less on a fresh machine.
 test:
-	$(MAKE) --no-print-directory -j3 setup-extras system-packages xla-venv
+	$(MAKE) --no-print-directory -j3 setup-extras slurm xla-venv
 	$(MAKE) --no-print-directory lint
-	$(BIN)/pytest -q -m "not slurm" -n $(TEST_WORKERS) --dist loadfile --durations=30
+	$(BIN)/pytest -q -m "not slurm and not twin" -n $(TEST_WORKERS) --dist loadfile --durations=30
 	$(BIN)/pytest -q -m slurm --durations=15
+	$(BIN)/pytest -q -m twin --durations=15
 
 # Refresh tests/golden/ from the current program; review the diff before committing it.
 golden: setup
@@ -105,3 +125,11 @@ mutate: $(VENV)/.installed-mutate
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache
+
+# The README's first commands (its prerequisites line, `make plan`, `make test`), as root with CI=true and no
+# cloud credentials, in a fresh Debian 12 root (debootstrap minbase, cached in build/rehearse/) on a clean clone of
+# the committed HEAD: a missing install step fails here instead of hiding behind what this machine already has.
+# Needs root; as long as a fresh `make test` and more, so never part of `make test` or CI (tools/rehearse.sh).
+.PHONY: rehearse
+rehearse:
+	tools/rehearse.sh

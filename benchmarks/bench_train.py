@@ -7,7 +7,8 @@ round as min / median / max.
 1. step: jobs/training's train step (data loader, grad clipping, lr schedule, autocast on GPU) against a
    bare forward/backward/AdamW loop on the same model and batch, one process.
 2. stop_check: whole training runs under torchrun with 2 ranks (gloo on the CPU, NCCL on GPUs), so the
-   collective counts: the stop check every step (B) against every 10 steps (A, the default).
+   collective counts: the stop check every step (B) against every 10 steps (A; the entry point's default is
+   time-based, about every 10 s, jobs/training/cadence.py).
 3. checkpoint: the same runs with a checkpoint every 5 steps, saved synchronously (B) against in the
    background with dcp.async_save (A, the default); the last checkpoint is always waited for.
 
@@ -147,8 +148,8 @@ def main() -> None:
     train_args = [a for a in args.train_args if a != "--"]
     print(json.dumps(bench_step(parse_args(train_args), args.warmup, args.iters, args.repeats)), flush=True)
     runs = [*train_args, "--steps", "60", "--warmup-steps", "5", "--log-every", "60"]
-    print(json.dumps(bench_runs("stop_check", runs, [], ["--stop-check-every", "1"], args.repeats, args.ranks)),
-          flush=True)  # fmt: skip
+    print(json.dumps(bench_runs("stop_check", runs, ["--stop-check-every", "10"], ["--stop-check-every", "1"],
+                                args.repeats, args.ranks)), flush=True)  # fmt: skip
     ckpt = [*runs, "--checkpoint-dir", "{tmp}/ckpt", "--checkpoint-every", "5"]
     print(json.dumps(bench_runs("checkpoint", ckpt, [], ["--no-async-checkpoint"], args.repeats, args.ranks)),
           flush=True)  # fmt: skip

@@ -1,11 +1,15 @@
 """Each partition's NodeSet follows its Slurm queue: KEDA scales the NodeSet (its scale subresource) from
-Slurm's own metrics in Prometheus, and Karpenter brings up or gives back the nodes its pods need.
+metrics in Prometheus, and Karpenter brings up or gives back the nodes its pods need.
 
-The target is the number of nodes the partition needs now: nodes running jobs plus pending jobs (each of our
-job templates takes whole nodes) plus the extra nodes of the widest pending job. With `AverageValue` and a
-target of 1 per replica, HPA sets replicas to that number, between minNodes and maxNodes. When a partition
-has had neither running nor pending jobs for `idleTimeout`, KEDA scales it to minNodes; Slinky drains a
-Slurm node before deleting its pod, and Karpenter removes the then-empty node after its own `idleTimeout`.
+The target is the number of nodes the partition needs now: nodes running jobs (Slurm's own metrics) plus the
+nodes its pending jobs want, counting only jobs that would start if the nodes existed
+(`slurm_eks_partition_nodes_wanted`, slurm/health/demand.py in the lifecycle controller: a held job, one over
+its QoS or association cap, or one waiting on a dependency or a begin time wants none; each of our job
+templates takes whole nodes). While that series is absent (the controller down) the target falls back to
+Slurm's own count: pending jobs, held ones included, plus the extra nodes of the widest. With `AverageValue`
+and a target of 1 per replica, HPA sets replicas to that number, between minNodes and maxNodes. When a
+partition has had neither running nor wanting jobs for `idleTimeout`, KEDA scales it to minNodes; Slinky drains
+a Slurm node before deleting its pod, and Karpenter removes the then-empty node after its own `idleTimeout`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import pulumi_kubernetes as k8s
 from components.cluster import SYSTEM_NODE_SELECTOR
 from components.config import ClusterConfig
 from components.config_base import duration_seconds
+from components.metric_catalog import PARTITION_NODES_WANTED
 from components.names import SLURM_NAMESPACE
 from components.observability import kube_prometheus_values
 from components.segmented_namespaces import Namespaces
@@ -32,13 +37,19 @@ POLLING_SECONDS = 30
 
 
 def nodes_needed_query(partition: str) -> str:
-    """PromQL: nodes the partition needs now (absent series count as 0, so one missing metric is not 0 nodes)."""
+    """PromQL: nodes the partition needs now (absent series count as 0, so one missing metric is not 0 nodes):
+    busy nodes plus what the pending jobs that could start want, or, while our exporter's series is absent,
+    Slurm's pending count plus the widest pending job's extra nodes."""
+    def series(name: str) -> str:
+        return f'sum({name}{{partition="{partition}"}})'
+
     def metric(name: str) -> str:
-        return f'(sum({name}{{partition="{partition}"}}) or vector(0))'
+        return f"({series(name)} or vector(0))"
 
     busy = f"{metric('slurm_partition_nodes_alloc')} + {metric('slurm_partition_nodes_mixed')}"
     widest_extra = f"clamp_min({metric('slurm_partition_jobs_min_job_nodes')} - 1, 0)"
-    return f"{busy} + {metric('slurm_partition_jobs_pending')} + {widest_extra}"
+    slurm_count = f"{metric('slurm_partition_jobs_pending')} + {widest_extra}"
+    return f"{busy} + ({series(PARTITION_NODES_WANTED)} or ({slurm_count}))"
 
 
 def scaled_object_spec(name: str, config: ClusterConfig) -> dict[str, Any]:

@@ -1,6 +1,9 @@
-"""Instance facts the cluster is sized from: accelerators, vCPU, memory and EFA interfaces.
+"""Instance facts the cluster is sized from: accelerators, vCPU (cores x threads), memory and EFA interfaces.
 
-Values come from Karpenter's generated instance-type reference (see DESIGN.md section 3). A partition's
+Values come from Karpenter's generated instance-type reference (see DESIGN.md section 3); cores and threads
+per core, which that reference does not list, from EC2 DescribeInstanceTypes (VCpuInfo DefaultCores and
+DefaultThreadsPerCore; tests/slinky/test_slurm_cpus.py holds them to moto 5.2.5's recording of that API,
+moto/ec2/resources/instance_types.json.gz). A partition's
 instance types must all be in this table so that its NodePool limits, its NodeSet's device requests and
 its sbatch template agree with the hardware.
 """
@@ -25,6 +28,11 @@ class InstanceType:
     vcpu: int
     memory_gib: int
     efa_interfaces: int
+    # EC2 VCpuInfo.DefaultCores and DefaultThreadsPerCore: what `slurmd -C` reports as Boards x Sockets x
+    # CoresPerSocket and ThreadsPerCore, and what Slinky's image counts CoreSpecCount in
+    # (components/slinky/sizing.py). vcpu = cpu_cores x threads_per_core.
+    cpu_cores: int
+    threads_per_core: int
     # Logical NeuronCores per node, Trainium only: one torchrun worker each. trn2 groups two physical cores
     # into one logical core by default, so 64, not 128 (aws-neuron/aws-neuron-sdk frameworks/torch/
     # torch-neuronx/programming-guide/training/pytorch-neuron-programming-guide.rst: "For trn2.48xlarge, use
@@ -41,8 +49,9 @@ class InstanceType:
 
 
 def _it(name: str, kind: AcceleratorKind, model: str, count: int, mem: int, vcpu: int, ram: int, efa: int,
-        cores: int = 0) -> InstanceType:
-    return InstanceType(name, kind, model, count, mem, vcpu, ram, efa, cores)
+        cores: int = 0, threads: int = 2) -> InstanceType:
+    """`cores` are NeuronCores; CPU cores are vcpu / threads (every type here: DefaultThreadsPerCore 2)."""
+    return InstanceType(name, kind, model, count, mem, vcpu, ram, efa, vcpu // threads, threads, cores)
 
 
 CATALOG: dict[str, InstanceType] = {
@@ -103,8 +112,6 @@ ENI_LIMITED_PODS: dict[str, int] = {
 VM_MEMORY_OVERHEAD = 0.075
 # nodeadm's evictionHard memory.available; it sets no systemReserved.
 EVICTION_HARD_MEMORY_MIB = 100
-# Every type in the catalog runs two hardware threads per core (EC2 DefaultThreadsPerCore).
-THREADS_PER_CORE = 2
 
 
 @dataclass(frozen=True)

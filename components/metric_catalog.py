@@ -188,14 +188,17 @@ INFINIBAND = Exporter(
 
 # --- ours ----------------------------------------------------------------------------------------------------
 # slurm/health/metric_names.py ALL, restated: components/ never imports slurm/ (tests/test_architecture.py
-# layering); tests/observability/test_catalog.py fails when the two differ.
+# layering); tests/observability/test_catalog.py fails when the two differ, so a name here is the exporter's.
+# The nodes each partition's pending jobs want, counting only jobs that could start (slurm/health/demand.py):
+# what KEDA scales on (components/autoscaling.py nodes_needed_query).
+PARTITION_NODES_WANTED = "slurm_eks_partition_nodes_wanted"
 SLURM_EKS = Exporter(
     "slurm-eks repair controller and active checks", "slurm/health/metric_names.py ALL",
     ("check", "node", "partition", "step", "why"),
     frozenset({"slurm_eks_nodes_drained", "slurm_eks_nodes_drained_by_person", "slurm_eks_repair_replacements_total",
                "slurm_eks_repair_held_total", "slurm_eks_repair_errors_total",
                "slurm_eks_active_check_bus_bandwidth_gbps", "slurm_eks_active_check_drains_total",
-               "slurm_eks_repair_last_pass_timestamp_seconds"}),
+               PARTITION_NODES_WANTED, "slurm_eks_repair_last_pass_timestamp_seconds"}),
 )
 
 # kube-state-metrics is not used: nothing here needs Kubernetes object state beyond what Slurm reports.

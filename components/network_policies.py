@@ -35,6 +35,7 @@ from components.slinky.charts import (
     MARIADB_OPERATOR,
     SLURM_OPERATOR,
 )
+from components.slinky.slurm_conf import SRUN_PORT_RANGE
 
 Peer = dict[str, Any]
 Rule = dict[str, Any]
@@ -59,9 +60,11 @@ ANY_PORT_ABOVE_1023 = {"protocol": "TCP", "port": 1024, "endPort": 65535}
 
 # Slurm's ports: slurm.conf defaults SlurmctldPort 6817, SlurmdPort 6818, slurmdbd.conf DbdPort 6819; slurmrestd
 # listens on 6820 (SlinkyProject/slurm-operator v1.2.1 internal/builder/common/const.go, restapibuilder/
-# restapi_app.go). srun and slurmstepd listen on ephemeral ports: SrunPortRange is unset by default (Slurm 25.11
-# slurm.conf man page), so step I/O and srun callbacks use any port the kernel hands out.
+# restapi_app.go). srun listens on SrunPortRange, which our slurm.conf sets (components/slinky/slurm_conf.py
+# SRUN_PORT_RANGE): slurmctld's callbacks and the step's I/O and messages from slurmstepd reach it there, on a
+# login pod or, for an srun inside a batch script, on a slurmd pod.
 SLURMCTLD, SLURMD, SLURMDBD, SLURMRESTD, SSH, MARIADB = 6817, 6818, 6819, 6820, 22, 3306
+SRUN_PORTS = {"protocol": "TCP", "port": SRUN_PORT_RANGE[0], "endPort": SRUN_PORT_RANGE[1]}
 # The pods' `app.kubernetes.io/name` (slurm-operator v1.2.1 internal/builder/labels/labels.go: slurmctld,
 # slurmd, slurmdbd, slurmrestd, login; each pod template carries its component's labels).
 SLURM_APPS = ("slurmctld", "slurmd", "slurmdbd", "slurmrestd", "login")
@@ -196,27 +199,29 @@ def slurm_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[d
         *baseline(ns, vpc_cidr, JOB_SHELLS_EXCLUDED),
         # slurmd registers, login/slurmrestd/the accounts Job ask, slurmdbd pushes accounting updates,
         # Prometheus scrapes Slurm's OpenMetrics on the same port (Slinky's ServiceMonitor, port slurmctld).
+        # slurmctld calls srun back (time limits, node failures, step completion) wherever srun runs.
         policy(ns, "slurmctld", app_selector("slurmctld"),
                ingress=[{"from": clients, "ports": tcp(SLURMCTLD)}],
-               egress=[{"to": [pods("slurmd")], "ports": tcp(SLURMD)},
+               egress=[{"to": [pods("slurmd")], "ports": [*tcp(SLURMD), SRUN_PORTS]},
                        {"to": [pods("slurmdbd")], "ports": tcp(SLURMDBD)},
-                       {"to": [pods("login")], "ports": [ANY_PORT_ABOVE_1023]}]),  # srun's callbacks
+                       {"to": [pods("login")], "ports": [SRUN_PORTS]}]),
         # Jobs: slurmctld and srun on login pods start steps; NCCL's sockets, PMIx and step fan-out run
-        # between slurmd pods on any port; step I/O goes back to srun. Never slurmdbd, slurmrestd, the database.
+        # between slurmd pods on any port; step I/O goes back to srun, on a login pod or (srun in a batch
+        # script) a slurmd pod. Never slurmdbd, slurmrestd, the database.
         policy(ns, "slurmd", app_selector("slurmd"),
-               ingress=[{"from": [pods("slurmctld")], "ports": tcp(SLURMD)},
+               ingress=[{"from": [pods("slurmctld")], "ports": [*tcp(SLURMD), SRUN_PORTS]},
                         {"from": [pods("login")], "ports": [ANY_PORT_ABOVE_1023]},
                         {"from": [pods("slurmd")]}],
                egress=[{"to": [pods("slurmctld")], "ports": tcp(SLURMCTLD)},
                        {"to": [pods("slurmd")]},
-                       {"to": [pods("login")], "ports": [ANY_PORT_ABOVE_1023]},
+                       {"to": [pods("login")], "ports": [SRUN_PORTS]},
                        internet(vpc_cidr)]),
         # SSH through the NLB: with externalTrafficPolicy Cluster kube-proxy hands the pod a node address, with
         # Local the client's (kubernetes.io/docs/tutorials/services/source-ip/): both are admitted.
         policy(ns, "login", app_selector("login"),
                ingress=[{"from": [block(c) for c in [*config.slurm.login.allowed_cidrs, vpc_cidr]],
                          "ports": tcp(SSH)},
-                        {"from": [pods("slurmd"), pods("slurmctld")], "ports": [ANY_PORT_ABOVE_1023]}],
+                        {"from": [pods("slurmd"), pods("slurmctld")], "ports": [SRUN_PORTS]}],
                egress=[{"to": [pods("slurmctld")], "ports": tcp(SLURMCTLD)},
                        {"to": [pods("slurmdbd")], "ports": tcp(SLURMDBD)},  # sacct, sacctmgr
                        {"to": [pods("slurmd")], "ports": [ANY_PORT_ABOVE_1023]},

@@ -49,6 +49,9 @@ SETTINGS_DIR = "/etc/slurm-eks/repair"
 METRICS_PORT = 9810
 SLURM_USER = ACTIVE_CHECK_USER
 PASS_SECONDS = 60
+# How often the pending jobs' nodes are counted for KEDA (slurm/health/demand.py): twice per KEDA poll
+# (components/autoscaling.py POLLING_SECONDS, which imports from here through the NetworkPolicies).
+DEMAND_SECONDS = 15
 # Probes (Slurm jobs as `slurm` on the checked node) write their output here; the controller reads it. Made by
 # root at start (FSx has no root squash unless configured), owned by `slurm`.
 ACTIVE_OUTPUT_DIR = f"{SHARED_MOUNT}/.slurm-eks/active-checks"
@@ -81,6 +84,10 @@ def settings(config: ClusterConfig) -> dict[str, Any]:
         "activeChecks": {"intervalSeconds": active_interval_seconds(config), "outputDir": ACTIVE_OUTPUT_DIR,
                          "relativeFloor": health.active_checks.relative_floor,
                          "maxNodesPerRound": health.active_checks.max_nodes_per_round, "partitions": checks},
+        # The pending jobs' nodes, per partition, for KEDA (slurm/health/demand.py): a job asking for more than
+        # maxNodes never starts, so it counts 0; refreshed twice per KEDA poll.
+        "demand": {"seconds": DEMAND_SECONDS,
+                   "maxNodes": {name: p.max_nodes for name, p in config.partitions.items()}},
         **lifecycle_settings(config),
     }
 

@@ -22,10 +22,16 @@ from components import catalog
 from components.config import ClusterConfig, Fsx
 from components.config_base import SlurmTime
 from components.slinky.images import training_image
+from components.slinky.sizing import slurm_cpus
+from jobs.training.cadence import HF_FINETUNE_STOP_CHECK_EVERY, STOP_CHECK_SECONDS, stop_wait_seconds
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SHARED = "/shared"
-DEFAULT_SIGNAL_LEAD_S = 300  # time to finish a step and write a small checkpoint before the time limit
+# Time to finish a step and write a small checkpoint before the time limit, when nothing else is known. A
+# stop request first waits for the ranks' next agreement (jobs/training/cadence.py): about 10 s, or one step
+# when a step is longer, or `--stop-check-every` steps. With `--step-seconds` the lead is that wait plus this
+# (then the margin to save and exit), and an explicit `--signal-lead` shorter than the wait is refused.
+DEFAULT_SIGNAL_LEAD_S = 300
 CHECKPOINT_WRITE_SAFETY = 2  # /shared is shared with every other job's I/O; FSx's figures are baselines
 MAX_SIGNAL_LEAD_S = 65535  # sbatch(1) --signal: "sig_time must have an integer value between 0 and 65535"
 DEFAULT_MAX_REQUEUES = 3
@@ -61,6 +67,9 @@ class JobTarget:
     template: str  # "nvidia" or "neuron"
     gpus_per_node: int
     procs_per_node: int  # torchrun workers per node: GPUs, NeuronCores, or CPU processes
+    # What the one task per node asks (--cpus-per-task): every CPU Slurm schedules on the node, which on a
+    # partition is the slurmd pod's limit through Slinky's CoreSpecCount (components/slinky/sizing.py
+    # slurm_cpus), never the instance's vCPUs: a request above it would pend forever.
     cpus_per_node: int
     efa: bool
     backend: str  # "nccl" on GPUs, "gloo" on the local CPU cluster (the Neuron template ignores it)
@@ -129,13 +138,16 @@ def target_for_partition(
         template="neuron" if neuron else "nvidia",
         gpus_per_node=it.accelerators if it.accelerator == "nvidia" else 0,
         procs_per_node=it.neuron_cores if neuron else max(it.accelerators, 1),
-        cpus_per_node=it.vcpu,
+        cpus_per_node=slurm_cpus(partition),
         efa=efa,
         backend="nccl",
         image=image if container else None,
         torchrun="torchrun",
         shared_root=SHARED,
-        logs_dir=f"{SHARED}/logs",
+        # One directory per person, made private by the login pod's identity setup (components/slinky/files/
+        # identity-setup.sh): nobody reads another's job output. %u is Slurm's user-name pattern (sbatch(1)
+        # "filename pattern"); Slurm opens the file as the job's user before the script runs.
+        logs_dir=f"{SHARED}/logs/%u",
         checkpoint_root=f"{SHARED}/checkpoints",
         stack=stack,
         max_nodes=partition.max_nodes,
@@ -199,9 +211,59 @@ def slurm_time_seconds(time: str) -> int | None:
     return total or None  # "A time limit of zero requests that no time limit be imposed"
 
 
-def checkpoint_signal_lead(target: JobTarget, checkpoint_gb: float) -> SignalLead:
-    """The USR2 lead that fits the final checkpoint: the default lead (finish the step in flight) plus the
-    checkpoint's write time at the file system's baseline throughput, times a safety factor."""
+@dataclass(frozen=True)
+class StopWait:
+    """The longest a stop request waits for the ranks to agree on it, and how that was reached."""
+
+    seconds: float
+    how: str  # e.g. "10 steps x 213 s: --stop-check-every 10, --step-seconds 213"
+    fix: str  # what else shortens the wait ("" when nothing does)
+
+
+def _is_recipe(entry: list[str]) -> bool:
+    return bool(entry) and Path(entry[0]).name == "hf_finetune.py"
+
+
+def entry_stop_check_every(entry: list[str]) -> tuple[int | None, bool]:
+    """Steps between the entry point's stop agreements and whether its flags say so: its `--stop-check-every`,
+    else its default (jobs/recipes/hf_finetune.py: every optimizer step; jobs/train.py: time-based, None)."""
+    for i, arg in enumerate(entry[1:], start=1):
+        value = arg.removeprefix("--stop-check-every=") if arg.startswith("--stop-check-every=") else (
+            entry[i + 1] if arg == "--stop-check-every" and i + 1 < len(entry) else None)
+        if value is not None:
+            try:
+                return int(value), True
+            except ValueError:
+                raise RenderError(f"--stop-check-every {value!r} is not a number of steps") from None
+    return (HF_FINETUNE_STOP_CHECK_EVERY if _is_recipe(entry) else None), False
+
+
+def stop_wait(entry: list[str], step_seconds: float) -> StopWait:
+    """How long a stop request can wait for the entry point's ranks to agree, at `step_seconds` a step."""
+    if step_seconds <= 0:
+        raise RenderError(f"--step-seconds {step_seconds:g} is not a duration; give one training step's seconds")
+    every, given = entry_stop_check_every(entry)
+    seconds = stop_wait_seconds(step_seconds, every)
+    fix = ""
+    if every is not None and given:
+        steps = f"{every} step{'s' if every > 1 else ''}"
+        how = f"{steps} x {step_seconds:g} s: --stop-check-every {every}, --step-seconds {step_seconds:g}"
+        if every > 1:
+            fix = ("--stop-check-every 1" if _is_recipe(entry) else
+                   f"drop --stop-check-every, so the ranks agree about every {STOP_CHECK_SECONDS:g} s "
+                   "(at most one step)")
+    elif every is not None or step_seconds > STOP_CHECK_SECONDS:
+        how = f"one step: --step-seconds {step_seconds:g}, the ranks agree after each step" + (
+            "" if every is not None else " this long")
+    else:
+        how = f"the ranks agree about every {STOP_CHECK_SECONDS:g} s: --step-seconds {step_seconds:g}"
+    return StopWait(seconds, how, fix)
+
+
+def checkpoint_signal_lead(target: JobTarget, checkpoint_gb: float, wait: StopWait | None = None) -> SignalLead:
+    """The USR2 lead that fits the final checkpoint: the default lead (finish the step in flight), or the wait
+    for the ranks' stop agreement when that is longer, plus the checkpoint's write time at the file system's
+    baseline throughput, times a safety factor."""
     if checkpoint_gb <= 0:
         raise RenderError(f"--checkpoint-gb {checkpoint_gb:g} is not a size; give one checkpoint's size in GB")
     if target.checkpoint_write_mb_s is None:
@@ -210,10 +272,44 @@ def checkpoint_signal_lead(target: JobTarget, checkpoint_gb: float) -> SignalLea
             "give --signal-lead SECONDS instead"
         )
     rate = target.checkpoint_write_mb_s
-    seconds = DEFAULT_SIGNAL_LEAD_S + math.ceil(CHECKPOINT_WRITE_SAFETY * checkpoint_gb * 1000 / rate)
-    formula = (f"{DEFAULT_SIGNAL_LEAD_S} s + {CHECKPOINT_WRITE_SAFETY} x {checkpoint_gb:g} GB / {rate:.0f} MB/s "
+    base, base_how = _stop_part(wait)
+    seconds = base + math.ceil(CHECKPOINT_WRITE_SAFETY * checkpoint_gb * 1000 / rate)
+    formula = (f"{base_how} + {CHECKPOINT_WRITE_SAFETY} x {checkpoint_gb:g} GB / {rate:.0f} MB/s "
                f"(FSx baseline) = {seconds} s")
     return SignalLead(seconds, formula)
+
+
+def _stop_part(wait: StopWait | None) -> tuple[int, str]:
+    """The lead before the checkpoint's write time: DEFAULT_SIGNAL_LEAD_S, after the stop wait when known."""
+    if wait is None:
+        return DEFAULT_SIGNAL_LEAD_S, f"{DEFAULT_SIGNAL_LEAD_S} s"
+    seconds = math.ceil(wait.seconds)
+    return seconds + DEFAULT_SIGNAL_LEAD_S, f"{seconds} s to agree on the stop ({wait.how}) + {DEFAULT_SIGNAL_LEAD_S} s"
+
+
+def signal_lead(target: JobTarget, entry: list[str], seconds: int | None = None, checkpoint_gb: float | None = None,
+                step_seconds: float | None = None) -> SignalLead:
+    """The lead from `job render`'s flags: `--signal-lead` as given (refused when it cannot even cover the wait
+    for the ranks' stop agreement), or sized from `--checkpoint-gb` and `--step-seconds`, or the default."""
+    if seconds is not None and checkpoint_gb is not None:
+        raise RenderError(
+            f"--signal-lead {seconds} and --checkpoint-gb {checkpoint_gb:g} both set the lead; give one of them"
+        )
+    wait = stop_wait(entry, step_seconds) if step_seconds is not None else None
+    if seconds is not None:
+        if wait is not None and seconds < wait.seconds:
+            fix = f"; or {wait.fix}" if wait.fix else ""
+            raise RenderError(
+                f"--signal-lead {seconds} cannot cover the wait for the ranks to agree on a stop, "
+                f"{math.ceil(wait.seconds)} s ({wait.how}), let alone the checkpoint after it: the job would reach "
+                f"its time limit still training; give --signal-lead of at least {math.ceil(wait.seconds)} s plus the "
+                f"checkpoint's write time (or --checkpoint-gb GB instead, which sizes the lead){fix}"
+            )
+        return SignalLead(seconds)
+    if checkpoint_gb is not None:
+        return checkpoint_signal_lead(target, checkpoint_gb, wait)
+    base, base_how = _stop_part(wait)
+    return SignalLead(base, f"{base_how} = {base} s" if wait is not None else "")
 
 
 def precompile_key(target: JobTarget, entry: list[str]) -> str:

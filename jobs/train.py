@@ -11,8 +11,9 @@ uninterrupted one would (on CPU, same world size). Rank 0 prints JSON lines; the
 Exit and preemption contract (for job scripts; behaviour of torch 2.13's torchrun measured here):
 
 * Stop requests: SIGUSR2 or SIGTERM to any worker, or the file `--stop-file` (default
-  `$SLURM_EKS_STOP_FILE`; put it on /shared: local rank 0 of each node polls it every
-  `--stop-check-every` steps, default 10). The step in flight finishes, all ranks agree (an all_reduce
+  `$SLURM_EKS_STOP_FILE`; put it on /shared: local rank 0 of each node polls it when the ranks agree,
+  every `--stop-check-every` steps, by default about every 10 s of training and after every step when a
+  step takes longer: jobs/training/cadence.py). The step in flight finishes, all ranks agree (an all_reduce
   of CPU integers, at those steps only) to stop after the same step, save a
   checkpoint, rank 0 writes `<checkpoint-dir>/PREEMPTED` (JSON: step, reasons, checkpoint) and prints
   `{"event": "preempted", ...}`, and every worker exits 0.

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+from slurm.health.slurm_json import number
+
 TERMINAL_STATES = frozenset(
     {
         "BOOT_FAIL",
@@ -59,17 +61,6 @@ class JobInfo:
     @property
     def finished(self) -> bool:
         return self.state in TERMINAL_STATES
-
-
-def number(value: Any) -> int | None:
-    """A plain number, or the ``{"set", "infinite", "number"}`` wrapper; unset and infinite give None."""
-    if isinstance(value, Mapping):
-        if not value.get("set", False) or value.get("infinite", False):
-            return None
-        value = value.get("number")
-    if value is None or isinstance(value, bool):
-        return None
-    return int(value)
 
 
 def state_name(value: Any) -> str:

@@ -20,10 +20,16 @@ import pytest
 
 from scripts.manifests.manifest_schema import SchemaRegistry
 from slurm import local
+from slurm.local import installation
 from slurm.local.packages import missing_packages
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("SLURM_EKS_SHARED", REPO.parent / "shared"))
+# Every Slurm program a test runs (sbatch, scontrol, ... and the daemons) is the 25.11 the cluster runs, built by
+# `make slurm` (tools/build_slurm.sh), never Debian's 22.05.
+SLURM_PREFIX = installation.slurm_prefix()
+if SLURM_PREFIX is not None:
+    os.environ["PATH"] = os.pathsep.join([str(SLURM_PREFIX / "bin"), str(SLURM_PREFIX / "sbin"), os.environ["PATH"]])
 
 
 def unavailable(reason: str) -> NoReturn:
@@ -70,7 +76,16 @@ def require_module(name: str, hint: str) -> ModuleType:
         unavailable(f"{name} is not installed ({hint})")
 
 
+def require_slurm() -> Path:
+    """The Slurm 25.11 build the tests run."""
+    if SLURM_PREFIX is None:
+        unavailable("Slurm 25.11 is not built: `make slurm` builds it from ../shared/upstream/slurm into build/slurm")
+    return SLURM_PREFIX  # type: ignore[return-value]
+
+
 def _local_slurm_unavailable() -> str | None:
+    if SLURM_PREFIX is None:
+        return "Slurm 25.11 is not built: `make slurm` builds it from ../shared/upstream/slurm into build/slurm"
     if os.geteuid() != 0:
         return "the local Slurm needs root (it starts munge, MariaDB and the Slurm daemons)"
     missing = missing_packages()

@@ -15,7 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("components", "scripts", "slurm", "jobs", "policy")
 ENGINES = ("scripts.offline", "scripts.checks", "scripts.manifests", "scripts.preflight", "scripts.data",
-           "scripts.advise", "scripts.k8s", "scripts.cost")
+           "scripts.advise", "scripts.k8s", "scripts.cost", "scripts.twin")
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,11 @@ def layering_violations(project: Project) -> list[str]:
         if _under(imp.source, "scripts.manifests") and imp.target.split(".")[0] in PACKAGES \
                 and not _under(imp.target, "scripts.manifests"):
             report(imp, "the manifest validator stands alone")
+    for program in PROGRAMS:
+        found += [f"{program} imports {imp.target}: it runs by path with the machine's python3 (standard library "
+                  "only)" for imp in project.imports if imp.source == program and not _stdlib(imp.target)]
+        found += [f"{imp.source} imports {program}: it is a program, run by path" for imp in project.imports
+                  if imp.target == program]
     for module in project.modules:
         if _under(module, "slurm"):
             for target in sorted(project.reachable(module)):
@@ -181,11 +186,16 @@ def _xla_only(project: Project, target: str) -> bool:
     return all(imp.source == "jobs.training.xla" for imp in project.imports if imp.target == target)
 
 
+# Programs inside an engine's package that run as processes of their own (by path, never imported): they end as
+# programs do. scripts/twin/pod_init.py is a twin pod's first process; its forked children must os._exit.
+PROGRAMS = ("scripts.twin.pod_init",)
+
+
 def engine_exits(project: Project) -> list[str]:
     """print(), sys.exit() and exit() calls in the engines."""
     found = []
     for module, path in project.modules.items():
-        if not any(_under(module, e) for e in ENGINES):
+        if not any(_under(module, e) for e in ENGINES) or module in PROGRAMS:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call):

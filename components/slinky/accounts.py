@@ -37,6 +37,7 @@ from components.slinky.accounts_document import desired_json
 from components.slinky.images import slurm_image
 
 DOCUMENT_CONFIG_MAP = "slurm-eks-accounts"
+POD_LABELS = {"app.kubernetes.io/name": "slurm-eks-accounts"}
 CODE_CONFIG_MAP = "slurm-eks-accounts-code"
 DOCUMENT = "desired.json"
 PACKAGE = Path(__file__).resolve().parents[2] / "slurm" / "accounts"
@@ -99,7 +100,9 @@ def job_spec(config: ClusterConfig, code: dict[str, str]) -> dict[str, Any]:
     code_items = [{"key": name, "path": f"slurm/accounts/{name}"} for name in sorted(code)]
     return {
         "backoffLimit": BACKOFF_LIMIT,
-        "template": {"spec": {
+        # The Job's name changes with its content (job_name); this label does not, so the deploy check knows its
+        # pods (scripts/checks/pod_flows.py) whatever the name.
+        "template": {"metadata": {"labels": dict(POD_LABELS)}, "spec": {
             "restartPolicy": "Never",
             "automountServiceAccountToken": False,
             "nodeSelector": SYSTEM_NODE_SELECTOR,

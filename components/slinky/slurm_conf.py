@@ -23,6 +23,23 @@ from components.catalog import InstanceType
 from components.config import ClusterConfig, Partition
 from components.health_settings import HEALTH_ACCOUNT, active_checks
 
+# The ports srun listens on: slurmctld calls each srun back there (time-limit warnings, node failures, step
+# completion: SchedMD/slurm slurm-25-11-7-1 src/stepmgr/srun_comm.c, to the port srun registered) and the
+# step's slurmstepds send it their messages and the tasks' I/O. Unset, each is any port the kernel hands out,
+# which a NetworkPolicy can only admit wholesale. slurm.conf(5) SrunPortRange: "Using this parameter allow sites
+# to configure a range of ports from which srun ports will be selected". This range lies above Linux's
+# ephemeral ports (net.ipv4.ip_local_port_range, 32768-60999 by default), so no outgoing connection or
+# port-0 listener (NCCL's, torchrun's) on a pod ever holds one of them, and below 65535.
+# components/network_policies.py opens exactly this range from slurmctld and from slurmd pods to where srun
+# runs: login pods, and slurmd pods (an srun inside a batch script). Each pod has its own network namespace,
+# so the range is per pod. Size: inside an allocation (a batch script) srun opens 3 listening ports for up to
+# 48 nodes: the step's callback socket (src/srun/step_ctx.c), and one message and one I/O socket per 48 nodes
+# (src/api/step_launch.c _msg_thr_create, src/api/step_io.c, _estimate_nports(nodes, 48)); making its own
+# allocation (on a login pod) one more (src/api/allocate_msg.c), with --pty one more again (slurm.conf(5):
+# "A single srun opens 4 listening ports plus 2 more for every 48 hosts beyond the first 48"). 4000 ports
+# hold 1333 concurrent sruns of up to 48 nodes in one slurmd pod, 1000 (800 with --pty) in one login pod.
+SRUN_PORT_RANGE = (61000, 64999)
+
 SLURM_CONF: dict[str, str] = {
     # 25.11's defaults, written out because the lines below depend on them: memory is a consumable resource,
     # which MemSpecLimit (how slurmd's image keeps Slurm within the pod's memory) and ConstrainRAMSpace need.
@@ -42,6 +59,7 @@ SLURM_CONF: dict[str, str] = {
     # People submit as themselves (components/slinky/identity.py) and nothing of ours submits as root (the
     # accounts Job runs sacctmgr, not a job), so root runs no job at all (slurm.conf(5) DisableRootJobs).
     "DisableRootJobs": "YES",
+    "SrunPortRange": f"{SRUN_PORT_RANGE[0]}-{SRUN_PORT_RANGE[1]}",
 }
 GPU_CONF: dict[str, str] = {
     "GresTypes": "gpu",

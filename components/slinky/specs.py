@@ -9,10 +9,9 @@ from typing import Any
 
 import pulumi
 
-from components import catalog
 from components.catalog import Resources
 from components.cluster import SYSTEM_NODE_SELECTOR
-from components.config import ClusterConfig, Partition
+from components.config import ClusterConfig
 from components.efs_config import model_volume
 from components.health_settings import health_slurm_conf
 from components.lifecycle_settings import places_topology
@@ -27,6 +26,7 @@ from components.scheduling import (
 )
 from components.slinky import identity, node_health, slurm_conf
 from components.slinky.images import slurm_image, training_image
+from components.slinky.sizing import LOGFILE, slurmd_resources
 
 API_VERSION = "slinky.slurm.net/v1beta1"
 CONTROLLER = "slurm"  # the Controller and Accounting objects; also Slurm's ClusterName prefix
@@ -43,29 +43,6 @@ NLB_TYPE = "service.beta.kubernetes.io/aws-load-balancer-type"
 NLB_INTERNAL = "service.beta.kubernetes.io/aws-load-balancer-internal"
 
 
-# What the DaemonSets on a partition node request (scheduler room the slurmd pod must leave), per the
-# charts and add-ons this project installs there:
-DAEMONSET_REQUESTS: dict[str, Resources] = {
-    # aws/amazon-vpc-cni-k8s v1.23.0 charts/aws-vpc-cni/values.yaml: aws-node 25m, its node agent nothing.
-    "aws-node": Resources(25, 0),
-    # EKS's kube-proxy add-on: 100m.
-    "kube-proxy": Resources(100, 0),
-    # kubernetes-sigs/aws-ebs-csi-driver helm-chart-aws-ebs-csi-driver-2.64.0: node 10m/40Mi (values.yaml),
-    # node-driver-registrar and liveness-probe 10m/32Mi (templates/_node.tpl); tolerateAllTaints: true.
-    "ebs-csi-node": Resources(30, 104),
-    # kubernetes-sigs/aws-fsx-csi-driver helm-chart-aws-fsx-csi-driver-1.17.0 values.yaml: node 10m/40Mi,
-    # two sidecars 10m/32Mi each (components/storage.py tolerates every taint).
-    "fsx-csi-node": Resources(30, 104),
-    # aws/eks-charts stable/aws-efa-k8s-device-plugin v0.5.20 (de5fdc1d) values.yaml: 10m/20Mi.
-    "aws-efa-k8s-device-plugin": Resources(10, 20),
-}
-# DaemonSets that request no memory still use some: nvidia-device-plugin 0.19.3 and the Neuron device plugin
-# (resources: {}), prometheus-node-exporter 4.56.1 of kube-prometheus-stack 88.2.0 (resources: {}, tolerates
-# every NoSchedule taint), aws-node and kube-proxy (CPU requests only). About 100 MiB each stays free for them.
-UNREQUESTED_HEADROOM = Resources(0, 512)
-# Slinky's logfile sidecar only copies slurmd's log FIFO to stdout (v1.2.1 internal/builder/common/scripts/
-# logfile.sh), but it too needs requests == limits for the pod to be Guaranteed.
-LOGFILE = Resources(100, 32)
 # The init container that adds the declared people to a pod: a shell script over a few small files.
 IDENTITY_SETUP = Resources(100, 64)
 
@@ -77,17 +54,6 @@ def guaranteed(resources: Resources, extra: dict[str, str] | None = None) -> dic
     amounts = {"cpu": f"{cpu // 1000}" if cpu % 1000 == 0 else f"{cpu}m",
                "memory": f"{memory // 1024}Gi" if memory % 1024 == 0 else f"{memory}Mi", **(extra or {})}
     return {"requests": amounts, "limits": dict(amounts)}
-
-
-def slurmd_resources(partition: Partition) -> Resources:
-    """The slurmd container's CPU and memory: what the smallest node of the partition leaves to pods
-    (`catalog.allocatable`), less the DaemonSets, their headroom and the logfile sidecar. Whole cores, since
-    Slinky's slurmd image turns the CPU limit into `CoreSpecCount` by whole cores; whole GiB."""
-    nodes = [catalog.allocatable(catalog.lookup(t)) for t in partition.instance_types]
-    smallest = Resources(min(n.cpu_millis for n in nodes), min(n.memory_mib for n in nodes))
-    free = smallest - sum(DAEMONSET_REQUESTS.values(), UNREQUESTED_HEADROOM + LOGFILE)
-    core = 1000 * catalog.THREADS_PER_CORE
-    return Resources(free.cpu_millis // core * core, free.memory_mib // 1024 * 1024)
 
 
 def logfile_sidecar(image: str) -> dict[str, Any]:
@@ -245,6 +211,9 @@ def login_service(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> dict[st
             "spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": ranges}}
 
 
+INITCONF_RESOURCES = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
+
+
 def loginset_spec(config: ClusterConfig, vpc_cidr: pulumi.Input[str], partitions_config_map: str) -> dict[str, Any]:
     login = config.slurm.login
     image = slurm_image(config.slurm, "login")
@@ -255,6 +224,11 @@ def loginset_spec(config: ClusterConfig, vpc_cidr: pulumi.Input[str], partitions
         "replicas": login.replicas,
         "sssdConfRef": SSSD.ref,
         "extraSshdConfig": identity.sshd_config(config.slurm.identity, root_keys=bool(login.root_ssh_keys)),
+        # The operator always adds an `initconf` init container (copies slurm.key into /etc/slurm) and gives it
+        # no image of its own (slurm-operator v1.2.1 internal/builder/common/common.go InitconfContainer; its
+        # Helm chart fills in alpine): without one the API server refuses every login pod. The login image has
+        # the sh, find, cp and chown its script runs.
+        "initconf": {"image": image, "resources": INITCONF_RESOURCES},
         "login": with_mounts({"image": image, "volumeMounts": [
             SHARED_VOLUME_MOUNT, *model_mounts,
             {"name": "partitions", "mountPath": PARTITIONS_FILE, "subPath": "partitions.json", "readOnly": True}]},

@@ -52,6 +52,7 @@ from transformers import (
 
 from jobs.recipes.hf_checkpoints import JobContract, latest_complete_checkpoint, remove_torn
 from jobs.recipes.lm_data import TOKEN_SUFFIX, load_blocks
+from jobs.training.cadence import HF_FINETUNE_STOP_CHECK_EVERY
 from jobs.training.config import CHECKPOINT_DIR_ENV, DEVICE_ENV, STOP_FILE_ENV
 from jobs.training.metrics import JsonLog
 from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
@@ -96,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     flag("output-dir", type=Path, default=os.environ.get(CHECKPOINT_DIR_ENV),
          help=f"checkpoints, markers, final model (default ${CHECKPOINT_DIR_ENV})")  # fmt: skip
     flag("stop-file", type=Path, default=os.environ.get(STOP_FILE_ENV), help=f"default ${STOP_FILE_ENV}")
-    flag("stop-check-every", type=_at_least(1), default=1, help="optimizer steps between stop agreements")
+    flag("stop-check-every", type=_at_least(1), default=HF_FINETUNE_STOP_CHECK_EVERY,
+         help="optimizer steps between stop agreements")
     flag("per-device-train-batch-size", type=_at_least(1), default=1)
     flag("gradient-accumulation-steps", type=_at_least(1), default=1)
     flag("learning-rate", type=float, default=2e-5)
@@ -128,7 +130,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"give --output-dir, or set ${CHECKPOINT_DIR_ENV} (the rendered job scripts do)")
     if env_dir and Path(env_dir).resolve() != ns.output_dir.resolve():
         parser.error(f"--output-dir {ns.output_dir} is not ${CHECKPOINT_DIR_ENV} ({env_dir}), where the job "
-                     "script looks for DONE and PREEMPTED; drop --output-dir, or name the job after it")  # fmt: skip
+                     "script looks for DONE and PREEMPTED; drop --output-dir, or submit with "
+                     f"--export=ALL,{CHECKPOINT_DIR_ENV}={ns.output_dir}")  # fmt: skip
     if not ns.model_name_or_path.is_dir():
         parser.error(f"--model_name_or_path {ns.model_name_or_path} is not a directory: the recipe loads a local "
                      "model only (download it to /shared first)")  # fmt: skip

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobs.training.cadence import STOP_CHECK_SECONDS
 from jobs.training.mesh import fsdp_problem, model_problems
 from jobs.training.presets import PRESETS, ModelShape, ffn_hidden_dim
 
@@ -60,7 +61,7 @@ class TrainConfig:
     keep_checkpoints: int
     async_checkpoint: bool
     stop_file: Path | None
-    stop_check_every: int
+    stop_check_every: int | None  # None: about every STOP_CHECK_SECONDS (jobs/training/cadence.py)
     log_every: int
 
 
@@ -176,8 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     ckpt.add_argument(
         "--stop-check-every",
         type=_positive_int,
-        default=10,
-        help="steps between stop checks (a small collective); a stop request waits at most this many steps",
+        default=None,
+        help=f"steps between stop checks (a small collective); a stop request waits at most this many steps. "
+        f"Default: about every {STOP_CHECK_SECONDS:g} s of training, after every step when a step is longer",
     )
     return p
 

@@ -32,11 +32,18 @@ class StopRequest:
 
     def agreed(self, env: DistEnv) -> list[str]:
         """Reasons any rank has to stop (empty: keep going). Collective: call it on every rank, at the same
-        steps (the trainer asks every `--stop-check-every` steps)."""
+        steps (jobs/training/cadence.py says which)."""
+        return self.agree(env)[0]
+
+    def agree(self, env: DistEnv, elapsed_ms: int = 0) -> tuple[list[str], int]:
+        """`agreed`, with `elapsed_ms` (this rank's time since the previous agreement) carried in the same
+        all-reduce: the reasons, and the slowest rank's milliseconds (StopCadence.agreed takes them)."""
         local = [int(sig in self.received) for sig in STOP_SIGNALS]
         local.append(int(self.poll_file and self.stop_file is not None and self.stop_file.exists()))
+        local.append(elapsed_ms)
+        *hits, slowest_ms = all_ranks_max(local, env)
         reasons = [sig.name for sig in STOP_SIGNALS] + ["stop-file"]
-        return [reason for reason, hit in zip(reasons, all_ranks_max(local, env), strict=True) if hit]
+        return [reason for reason, hit in zip(reasons, hits, strict=True) if hit], slowest_ms
 
 
 def write_marker(root: Path, name: str, payload: dict[str, object]) -> Path:
@@ -49,7 +56,16 @@ def write_marker(root: Path, name: str, payload: dict[str, object]) -> Path:
 
 
 def clear_stale(root: Path | None, stop_file: Path | None) -> None:
-    """At start, drop what the previous attempt left: its end markers and the stop file that ended it."""
-    paths = [root / PREEMPTED_MARKER, root / DONE_MARKER] if root is not None else []
-    for path in [*paths, *([stop_file] if stop_file is not None else [])]:
+    """At start, drop what the previous attempt left: its end markers and the stop file that ended it.
+
+    A stop file with no end marker at least as new is a request made for this attempt, not a leftover: the job
+    script's USR2 trap may touch it while the ranks still start (importing torch, loading a large model), and
+    deleting it then would lose the time-limit warning and let the job run into its limit uncheckpointed. (The job
+    script itself removes the previous run's stop file before it launches torchrun.)"""
+    ended = [root / PREEMPTED_MARKER, root / DONE_MARKER] if root is not None else []
+    ended_at = max((path.stat().st_mtime for path in ended if path.exists()), default=None)
+    if stop_file is not None and stop_file.exists() and ended_at is not None \
+            and stop_file.stat().st_mtime <= ended_at:
+        stop_file.unlink(missing_ok=True)
+    for path in ended:
         path.unlink(missing_ok=True)

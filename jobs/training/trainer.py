@@ -16,6 +16,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 
+from jobs.training.cadence import StopCadence
 from jobs.training.checkpoint import (
     Checkpointer,
     DcpCheckpointer,
@@ -31,7 +32,14 @@ from jobs.training.mesh import ParallelDims, build_mesh, dp_rank, first_of_stage
 from jobs.training.metrics import JsonLog, Throughput, params_sha256, peak_bf16_flops
 from jobs.training.model import Transformer, count_params
 from jobs.training.optim import build_optimizer, build_scheduler
-from jobs.training.parallelize import Parallelized, autocast_context, clip_grad_norm_, grad_sync_context, parallelize
+from jobs.training.parallelize import (
+    Parallelized,
+    autocast_context,
+    clip_grad_norm_,
+    grad_sync_context,
+    parallelize,
+    settle_ddp_buckets,
+)
 from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
 
 # Steps a graph-extraction run (neuron_parallel_compile) traces: the first (it creates AdamW's state) and a
@@ -165,6 +173,9 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
     par = parallelize(net, env, dims, mesh, activation_checkpointing=cfg.activation_checkpointing,
                       compile_blocks=cfg.compile, n_microbatches=cfg.grad_accum)  # fmt: skip
     model = par.model
+    # Before the checkpoint is loaded, on every start: the step after a resume reduces like the same step of
+    # an uninterrupted run (see settle_ddp_buckets).
+    settle_ddp_buckets(model, cfg.batch_size, cfg.model.seq_len, env.device)
     optimizer = build_optimizer(model, cfg.lr, cfg.weight_decay, env.device)
     scheduler = build_scheduler(optimizer, cfg.warmup_steps, cfg.steps, cfg.min_lr_ratio)
     # One replica's ranks (its tensor-parallel and pipeline peers) read the same batches.
@@ -202,6 +213,7 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
     )
     last_checkpoint: Path | None = None
     reasons: list[str] = []
+    cadence = StopCadence(cfg.stop_check_every)  # every N steps, or about every 10 s (jobs/training/cadence.py)
     while step < cfg.steps and not reasons:
         lr = scheduler.get_last_lr()[0]
         if env.is_xla:  # dropout masks a function of (seed, rank, step): see jobs/training/xla.py manual_seed
@@ -209,8 +221,9 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
         loss, grad_norm = train_step()
         step += 1
         meter.step()
-        if step % cfg.stop_check_every == 0:
-            reasons = stop.agreed(env)
+        if cadence.due(step):
+            reasons, slowest_ms = stop.agree(env, cadence.elapsed_ms())
+            cadence.agreed(step, slowest_ms)
         if step % cfg.log_every == 0 or step == cfg.steps:
             log(
                 step=step,

@@ -88,6 +88,7 @@ class Advice:
     effective_mfu: float  # with them
     tokens_per_s: float
     checkpoint_gb: int
+    step_seconds: int  # one optimizer step at tokens_per_s, rounded up (job render --step-seconds)
     flags: tuple[str, ...]  # jobs/train.py's
     command: str | None  # None where the entry point cannot run the layout
     notes: tuple[str, ...]
@@ -152,9 +153,12 @@ def _advice(search: _Search, chosen: Candidate, options: list[Option], fewer: Ca
     effective = mfu * (RECOMPUTE_EFFICIENCY if layout.activation_checkpointing else 1) * bubble
     tokens_per_s = effective * partition.peak_flops * layout.devices / model.shape.flops_per_token(search.seq_len)
     checkpoint_gb = math.ceil(model.params * CHECKPOINT_BYTES / 1e9)
+    # One optimizer step at the estimate, rounded up: the signal lead covers the wait for the ranks' next stop
+    # check, which is a step once steps take longer than 10 s (jobs/training/cadence.py).
+    step_seconds = math.ceil(search.global_batch * search.seq_len / tokens_per_s)
     flags = entry_flags(model, layout, search.seq_len)
     notes: list[str] = []
-    command: str | None = render_command(partition, layout, flags, checkpoint_gb, stacks_dir)
+    command: str | None = render_command(partition, layout, flags, checkpoint_gb, stacks_dir, step_seconds)
     if partition.neuron and layout.data != "DDP":
         command = None
         notes.append(
@@ -167,7 +171,7 @@ def _advice(search: _Search, chosen: Candidate, options: list[Option], fewer: Ca
     elif partition.neuron:
         notes.append("the memory figures are PyTorch's accounting; the Neuron compiler plans device memory itself")
     return Advice(model, partition, search.seq_len, search.global_batch, search.regime, tuple(options), chosen,
-                  fewer, plain_nodes, mfu, effective, tokens_per_s, checkpoint_gb, tuple(flags), command,
+                  fewer, plain_nodes, mfu, effective, tokens_per_s, checkpoint_gb, step_seconds, tuple(flags), command,
                   tuple(notes))
 
 
@@ -290,9 +294,11 @@ def entry_flags(model: Model, layout: Layout, seq_len: int) -> list[str]:
 
 
 def render_command(partition: Partition, layout: Layout, flags: list[str], checkpoint_gb: int,
-                   stacks_dir: str | None) -> str:
-    """`slurm-eks job render` for the layout; --checkpoint-gb sizes the stop signal's lead to the checkpoint."""
+                   stacks_dir: str | None, step_seconds: int | None = None) -> str:
+    """`slurm-eks job render` for the layout; --checkpoint-gb and --step-seconds size the stop signal's lead to
+    the wait for the ranks' stop agreement and the checkpoint's write."""
     words = ["slurm-eks", "job", "render", "--stack", partition.stack, "--partition", partition.name,
              "--nodes", str(layout.nodes), "--checkpoint-gb", str(checkpoint_gb)]
+    words += ["--step-seconds", str(step_seconds)] if step_seconds is not None else []
     words += ["--stacks-dir", stacks_dir] if stacks_dir else []
     return shlex.join([*words, "--", "jobs/train.py", *flags])

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from components.config import ClusterConfig
 from components.names import LOGIN_TAINT, WORLD_CIDRS
 from scripts.checks.findings import Finding
+from scripts.checks.pod_flows import EPHEMERAL, srun_ports
 from scripts.offline.plan_model import Plan
 from scripts.offline.security_groups import (
     CONTROL_PLANE,
@@ -78,6 +79,7 @@ class Topology:
     database: Endpoint | None
     fsx: Endpoint | None
     efs: Endpoint | None = None  # the model file system's mount targets (storage.efs)
+    srun_ports: tuple[int, int] = EPHEMERAL  # where srun listens: the plan's SrunPortRange (pod_flows.srun_ports)
 
     @property
     def nodes(self) -> list[Endpoint]:
@@ -120,6 +122,7 @@ def topology(plan: Plan) -> Topology:
         fsx=Endpoint("FSx for Lustre", tuple(fsx[0].inputs.get("securityGroupIds") or ()), vpc_cidrs) if fsx else None,
         efs=Endpoint("EFS mount targets", tuple(efs_groups), vpc_cidrs)
         if plan.of_type("aws:efs/fileSystem:FileSystem") else None,
+        srun_ports=srun_ports(plan),
     )
 
 
@@ -147,13 +150,15 @@ def flows(t: Topology, config: ClusterConfig) -> Iterator[Flow]:
         if name not in config.partitions:
             continue
         yield Flow(system, nodes, "tcp", (SLURMD_PORT, SLURMD_PORT), "slurmctld reaches slurmd")
+        yield Flow(system, nodes, "tcp", t.srun_ports, "slurmctld calls back srun in a batch script (SrunPortRange)")
         yield Flow(t.slurm_clients, nodes, "tcp", (SLURMD_PORT, SLURMD_PORT), "srun on the login pods reaches slurmd")
         yield Flow(nodes, system, "tcp", (SLURMCTLD_PORT, SLURMCTLD_PORT), "slurmd registers with slurmctld")
-        yield Flow(nodes, t.slurm_clients, "tcp", (1024, 65535),
-                   "slurmd returns step I/O to srun on a login pod (any port)")
+        yield Flow(nodes, t.slurm_clients, "tcp", t.srun_ports,
+                   "slurmd returns step I/O to srun on a login pod (SrunPortRange)")
     if t.login is not None:
         yield Flow(t.login, system, "tcp", (SLURMCTLD_PORT, SLURMCTLD_PORT), "sbatch and squeue on the login pods "
                    "reach slurmctld")
+        yield Flow(system, t.login, "tcp", t.srun_ports, "slurmctld calls back srun on the login pods (SrunPortRange)")
     if t.database is not None:
         yield Flow(system, t.database, "tcp", (3306, 3306), "slurmdbd (system nodes) writes accounting to MariaDB")
     if t.fsx is not None:

@@ -27,6 +27,7 @@ from components.accounting_db import IN_CLUSTER_NAME
 from components.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
 from components.autoscaling import PROMETHEUS_RELEASE
 from components.config import ClusterConfig
+from components.label_selectors import policy_types, selects
 from components.lifecycle_settings import ec2_actions
 from components.names import ML_NAMESPACE, SLURM_NAMESPACE
 from components.namespaces import ARGOCD, JUPYTERHUB, KUBERAY, MPI_OPERATOR, VOLCANO
@@ -37,6 +38,7 @@ from components.observability_dcgm import DCGM_RELEASE
 from components.observability_neuron import LABELS as NEURON_MONITOR_POD
 from components.observability_neuron import PORT as NEURON_MONITOR_PORT
 from components.scheduling import partition_instance
+from components.slinky.accounts import POD_LABELS as ACCOUNTS_POD
 from components.slinky.charts import CERT_MANAGER, KEDA, KUBE_PROMETHEUS_STACK, MARIADB_OPERATOR, SLURM_OPERATOR
 from components.slinky.specs import CONTROLLER
 from scripts.checks.findings import Finding
@@ -47,7 +49,11 @@ NAMESPACE = "kubernetes:core/v1:Namespace"
 ALL_PORTS = (1, 65535)
 EPHEMERAL = (1024, 65535)  # SrunPortRange unset (Slurm 25.11 default): srun listens on any port the kernel gives
 Labels = Mapping[str, str]
-PROMETHEUS = "prometheus-kube-prometheus-prometheus"  # kube-prometheus-stack's Prometheus, release "prometheus"
+PROMETHEUS = "prometheus-kube-prometheus-prometheus"
+# The labels the Job controller gives a Job's pods, valued with the Job's name, which for the accounts reconcile
+# changes with its content (components/slinky/accounts.py job_name): any value stands for it here.
+JOB_CONTROLLER_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+ACCOUNTS_JOB_EXAMPLE = "slurm-eks-accounts-0123456789"  # kube-prometheus-stack's Prometheus, release "prometheus"
 
 
 @dataclass(frozen=True)
@@ -109,25 +115,6 @@ def block_admits(block: Mapping[str, Any], cidrs: Sequence[str], certain: bool) 
     if certain:
         return bool(cidrs) and all(_within(c, cidr) and not any(_overlaps(c, e) for e in excepted) for c in cidrs)
     return any(_overlaps(c, cidr) and not any(_within(c, e) for e in excepted) for c in cidrs)
-
-
-def selects(selector: Mapping[str, Any] | None, labels: Labels) -> bool:
-    """A LabelSelector: matchLabels AND matchExpressions; an empty selector selects everything."""
-    selector = selector or {}
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e["key"], e["operator"], e.get("values") or []
-        ok = {"In": key in labels and labels[key] in values, "NotIn": labels.get(key) not in values,
-              "Exists": key in labels, "DoesNotExist": key not in labels}[op]
-        if not ok:
-            return False
-    return True
-
-
-def policy_types(spec: Mapping[str, Any]) -> list[str]:
-    # Unset: Ingress always, Egress when the policy has egress rules (NetworkPolicySpec.policyTypes).
-    return list(spec.get("policyTypes") or (["Ingress", *(["Egress"] if spec.get("egress") else [])]))
 
 
 @dataclass(frozen=True)
@@ -236,8 +223,8 @@ def endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
         "login": Pod("a login pod", ns, _app("login", CONTROLLER, "login"), {"login": 22}),
         # The accounts reconcile Job's pod (kubernetes.io/docs/concepts/workloads/controllers/job/: the Job
         # controller adds batch.kubernetes.io/job-name and job-name).
-        "accounts job": Pod("the accounts reconcile Job", ns, {"batch.kubernetes.io/job-name": "slurm-eks-accounts",
-                                                               "job-name": "slurm-eks-accounts"}),
+        "accounts job": Pod("the accounts reconcile Job", ns, {
+            **ACCOUNTS_POD, **dict.fromkeys(JOB_CONTROLLER_LABELS, ACCOUNTS_JOB_EXAMPLE)}),
         # slurm-operator v1.2.1 helm/slurm-operator/templates/_helpers.tpl, _webhook.tpl (selector labels).
         "slurm-operator": Pod("the Slinky operator", SLURM_OPERATOR.namespace,
                               _app("slurm-operator", "slurm-operator")),
@@ -249,11 +236,7 @@ def endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
         "keda metrics": Pod("KEDA's metrics server", KEDA.namespace, {
             "app": "keda-operator-metrics-apiserver", "app.kubernetes.io/name": "keda-operator-metrics-apiserver"}),
         "keda webhooks": Pod("KEDA's admission webhooks", KEDA.namespace, {"app": "keda-admission-webhooks"}),
-        # prometheus-operator v0.93.0 pkg/prometheus/server/operator.go makeSelectorLabels; the Prometheus that
-        # kube-prometheus-stack names <release>-kube-prometheus-prometheus.
-        "prometheus": Pod("Prometheus", KUBE_PROMETHEUS_STACK.namespace, {
-            **_app("prometheus", PROMETHEUS), "app.kubernetes.io/managed-by": "prometheus-operator",
-            "prometheus": PROMETHEUS, "operator.prometheus.io/name": PROMETHEUS}, {"web": 9090}),
+        "prometheus": prometheus_pod(),
         "prometheus-operator": Pod("the Prometheus operator", KUBE_PROMETHEUS_STACK.namespace,
                                    {"app": "kube-prometheus-stack-operator", "release": "prometheus"}),
         # components/node_repair.py: the repair controller's Deployment (its pod template's labels).
@@ -357,8 +340,9 @@ def k8s_job_flows(e: Mapping[str, Endpoint], control_plane: Address, world: Addr
 
 # --- the flow table ------------------------------------------------------------------------------------------
 
-def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str, ...]) -> Iterator[Flow]:
-    """What the cluster needs (and must not allow), each with why."""
+def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str, ...],
+          srun: tuple[int, int] = EPHEMERAL) -> Iterator[Flow]:
+    """What the cluster needs (and must not allow), each with why; `srun`: the ports srun listens on."""
     slurmctld, slurmdbd, slurmrestd, login = e["slurmctld"], e["slurmdbd"], e["slurmrestd"], e["login"]
     computes = [p for key, p in e.items() if key.startswith("slurmd ")]
     control_plane = Address("the EKS control plane", vpc_cidrs)
@@ -400,10 +384,14 @@ def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str
             yield Flow(e["prometheus"], e[key], "TCP", (port, port), "Prometheus scrapes the accelerator exporters")
     for cidr in (*config.slurm.login.allowed_cidrs, *vpc_cidrs):
         yield Flow(Address(f"SSH clients {cidr}", (cidr,)), login, "TCP", (22, 22), "SSH to the login pods via the NLB")
+    # srun listens on `srun` (SrunPortRange) on a login pod, and on a slurmd pod when a batch script runs it
+    # (the batch script runs on the job's first node): slurmctld calls it back there (time-limit warning,
+    # node failure, step complete: Slurm 25.11 src/stepmgr/srun_comm.c) and slurmstepds send the step's I/O.
     for compute in computes:
         yield Flow(slurmctld, compute, "TCP", (6818, 6818), "slurmctld starts jobs on slurmd")
+        yield Flow(slurmctld, compute, "TCP", srun, "slurmctld calls back srun in a batch script (SrunPortRange)")
         yield Flow(login, compute, "TCP", (6818, 6818), "srun on a login pod launches steps")
-        yield Flow(compute, login, "TCP", EPHEMERAL, "step I/O back to srun (SrunPortRange unset: any port)")
+        yield Flow(compute, login, "TCP", srun, "step I/O back to srun on a login pod (SrunPortRange)")
         yield Flow(compute, world, "TCP", ALL_PORTS, "jobs read data and models from S3 and the internet")
         for peer in computes:
             yield Flow(compute, peer, "TCP", ALL_PORTS, "NCCL sockets, PMIx and step fan-out between slurmd pods")
@@ -413,7 +401,8 @@ def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str
                              (e["keda metrics"], 6443), (control_plane, 443), (imds, 80)):
             yield Flow(compute, target, "TCP", (port, port), "a job reaches no Slurm, cluster or node service",
                        needed=False)
-    yield Flow(slurmctld, login, "TCP", EPHEMERAL, "slurmctld calls srun back (allocation, timeouts)")
+    yield Flow(slurmctld, login, "TCP", srun, "slurmctld calls srun on a login pod back (allocation, timeouts; "
+               "SrunPortRange)")
     for target, port in ((database, 3306), (slurmrestd, 6820), (e["prometheus"], 9090), (imds, 80)):
         yield Flow(login, target, "TCP", (port, port), "a login shell reaches no database, API or node service",
                    needed=False)
@@ -423,6 +412,14 @@ def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str
         *(((e["volcano admission"], 8443),) if "volcano admission" in e else ())))
     yield from jupyterhub_flows(e, control_plane, world, imds, database)
     yield from argocd_flows(config, e, control_plane, world)
+
+
+def prometheus_pod() -> Pod:
+    """prometheus-operator v0.93.0 pkg/prometheus/server/operator.go makeSelectorLabels; the Prometheus that
+    kube-prometheus-stack names <release>-kube-prometheus-prometheus (the twin runs one with these labels)."""
+    return Pod("Prometheus", KUBE_PROMETHEUS_STACK.namespace, {
+        **_app("prometheus", PROMETHEUS), "app.kubernetes.io/managed-by": "prometheus-operator",
+        "prometheus": PROMETHEUS, "operator.prometheus.io/name": PROMETHEUS}, {"web": 9090})
 
 
 def jupyterhub_endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
@@ -518,10 +515,26 @@ def enforcement_findings(plan: Plan) -> Iterator[Finding]:
                       'set the vpc-cni add-on\'s configuration_values {"enableNetworkPolicy": "true"}')
 
 
+def srun_ports(plan: Plan) -> tuple[int, int]:
+    """Where srun listens: the plan's slurm.conf (the Controller's extraConf lines, which the operator appends
+    to slurm.conf) `SrunPortRange=<min>-<max>` (slurm.conf(5)), read from the plan rather than from
+    components/, so a policy that misses the range the cluster really uses shows; unset, any port (EPHEMERAL)."""
+    for r in plan.resources:
+        if r.is_manifest and r.inputs.get("kind") == "Controller":
+            extra = (r.inputs.get("spec") or {}).get("extraConf") or ""
+            for line in extra.splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "SrunPortRange":
+                    low, _, high = value.strip().partition("-")
+                    return int(low), int(high)
+    return EPHEMERAL
+
+
 def check(plan: Plan, config: ClusterConfig) -> list[Finding]:
     vpc_cidrs = tuple(r.inputs["cidrBlock"] for r in plan.of_type("aws:ec2/vpc:Vpc") if r.inputs.get("cidrBlock"))
     vpc_cidrs = vpc_cidrs or ((config.network.vpc_cidr,) if config.network.vpc_cidr else ())
     cluster = cluster_of(plan, vpc_cidrs)
     found = list(enforcement_findings(plan))
-    found += [f for flow in flows(config, endpoints(config), vpc_cidrs) if (f := evaluate(cluster, flow))]
+    found += [f for flow in flows(config, endpoints(config), vpc_cidrs, srun_ports(plan))
+              if (f := evaluate(cluster, flow))]
     return found

@@ -110,6 +110,7 @@ def advice_json(advice: Advice) -> dict[str, Any]:
             "mfu_effective": advice.effective_mfu,
             "tokens_per_s": advice.tokens_per_s,
             "checkpoint_gb": advice.checkpoint_gb,
+            "step_seconds": advice.step_seconds,
             "train_flags": list(advice.flags),
             "command": advice.command,
         },
@@ -162,7 +163,7 @@ def _print(advice: Advice) -> None:
     for note in advice.notes:
         out.print(f"note: {note}")
     if advice.command:
-        out.print(f"render it (a checkpoint is {advice.checkpoint_gb} GB):")
+        out.print(f"render it (a checkpoint is {advice.checkpoint_gb} GB, a step about {advice.step_seconds} s):")
         out.print(f"  {advice.command}")
     else:
         out.print(f"no render command; the layout in jobs/train.py's flags: {' '.join(advice.flags)}")

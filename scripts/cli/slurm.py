@@ -6,6 +6,7 @@ Two typer apps, registered by scripts/cli/main.py. To add a job command, decorat
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -178,8 +179,18 @@ def _step(message: str) -> None:
 
 
 @local_app.command("up")
-def local_up() -> None:
-    """Install (if missing) and start munge, MariaDB, slurmdbd, slurmctld and slurmd; wait for an idle node."""
+def local_up(
+    stack: Annotated[str | None, typer.Option("--stack", "-s", help="start the twin of this stack's cluster")] = None,
+    nodes: Annotated[int, typer.Option("--nodes", min=1, help="twin: slurmd pods per partition")] = 2,
+) -> None:
+    """Install (if missing) and start munge, MariaDB, slurmdbd, slurmctld and slurmd; wait for an idle node.
+    With --stack: the stack's twin instead (its Slinky pods from the offline plan, policies enforced)."""
+    if stack:
+        from scripts.cli import twin  # plans with Pulumi's SDK: not on the login pod, where the job CLI runs
+
+        with twin_errors():
+            twin.up(stack, nodes, _console())
+        return
     with clear_errors():
         started_at = time.monotonic()
         status = local.up(on_step=_step)
@@ -189,11 +200,45 @@ def local_up() -> None:
 
 
 @local_app.command("down")
-def local_down() -> None:
+def local_down(
+    stack: Annotated[str | None, typer.Option("--stack", "-s", help="stop the twin of this stack")] = None,
+) -> None:
     """Stop every daemon by the pid in its pidfile (TERM, KILL after 15 s). State stays for the next `up`."""
+    if stack:
+        from scripts.cli import twin
+
+        with twin_errors():
+            stopped = twin.down(stack)
+            _console().print(f"stopped {', '.join(stopped)}" if stopped else "no twin of that stack was running")
+        return
     with clear_errors():
         stopped = local.down()
         _console().print(f"stopped {', '.join(stopped)}" if stopped else "nothing was running")
+
+
+@local_app.command("login")
+def local_login(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="the twin of this stack")],
+    user: Annotated[str | None, typer.Option("--user", "-u", help="a person the stack declares")] = None,
+) -> None:
+    """A login shell on the twin's login pod, as a person of the stack (as root without --user)."""
+    from scripts.cli import twin
+
+    with twin_errors():
+        argv = twin.login_argv(stack, user)
+    os.execvp(argv[0], argv)
+
+
+@contextmanager
+def twin_errors() -> Iterator[None]:
+    """A twin that cannot start or be reached: its message, exit status 1 (the twin is torn down on failure)."""
+    from scripts.twin.errors import TwinError
+
+    try:
+        yield
+    except TwinError as exc:
+        errors.print(f"error: {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
 
 
 @local_app.command("status")
@@ -303,6 +348,11 @@ def job_render(
         float | None,
         typer.Option(help="size of one checkpoint in GB: sizes the signal lead to /shared's write throughput"),
     ] = None,
+    step_seconds: Annotated[
+        float | None,
+        typer.Option(help="seconds one training step takes (`slurm-eks advise` prints it): the lead then covers "
+                     "the wait for the ranks' next stop check, and a --signal-lead that cannot is refused"),
+    ] = None,
     max_requeues: Annotated[int, typer.Option(help="requeues after a preemption before giving up")] = 3,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     stacks_dir: Annotated[Path, typer.Option(help="directory of Pulumi.<stack>.yaml")] = STACKS_DIR,
@@ -312,6 +362,7 @@ def job_render(
         if use_local:
             state = layout.default_state_dir()
             (state / "logs").mkdir(parents=True, exist_ok=True)  # Slurm does not create --output dirs
+            (state / "checkpoints").mkdir(exist_ok=True)  # the scripts make their own, private, directories in it
             target = render.local_target(state, cpus=_local_cpus(), gpus=FAKE_GPUS)
             limit = time_limit or "UNLIMITED"
         else:
@@ -320,7 +371,7 @@ def job_render(
             config, _ = load_stack(stack, stacks_dir)
             target = render.target_for_partition(config, stack, partition, image, container=not no_container)
             limit = time_limit or config.partitions[partition].max_time
-        lead = _signal_lead(target, signal_lead, checkpoint_gb)
+        lead = render.signal_lead(target, list(ctx.args), signal_lead, checkpoint_gb, step_seconds)
         script = render.render_job(target, list(ctx.args), nodes=nodes, time=limit, job_name=job_name,
                                    lead=lead, max_requeues=max_requeues)
     if lead.formula:  # on stderr, so `job render ... > job.sbatch` still shows it
@@ -365,7 +416,8 @@ def image_pull(
         with clear_errors():
             job_id = _submit_text(script, client.select_backend(backend))
         _console().print(f"submitted job {job_id}: it imports the image of partition {partition}; log: "
-                         f"{target.logs_dir}/image-pull-{job_id}.out", highlight=False)
+                         f"{target.logs_dir.replace('%u', getpass.getuser())}/image-pull-{job_id}.out",
+                         highlight=False)
         return
     if shutil.which("enroot") is None:
         errors.print(
@@ -399,16 +451,6 @@ def _submit_text(script: str, backend: JobBackend) -> int:
         file.write(script)
         file.flush()
         return client.submit(Path(file.name), client.SubmitOptions(), backend)
-
-
-def _signal_lead(target: render.JobTarget, seconds: int | None, checkpoint_gb: float | None) -> render.SignalLead:
-    if checkpoint_gb is None:
-        return render.SignalLead(render.DEFAULT_SIGNAL_LEAD_S if seconds is None else seconds)
-    if seconds is not None:
-        raise render.RenderError(
-            f"--signal-lead {seconds} and --checkpoint-gb {checkpoint_gb:g} both set the lead; give one of them"
-        )
-    return render.checkpoint_signal_lead(target, checkpoint_gb)
 
 
 def _local_cpus() -> int:

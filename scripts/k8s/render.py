@@ -12,7 +12,6 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from components import catalog
 from components.catalog import InstanceType, Resources
 from components.config import ClusterConfig
 from components.efs_config import model_volume
@@ -22,13 +21,13 @@ from components.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD
 from components.nodepools import pool_scheduling
 from components.scheduling import DEVICE_RESOURCES, device_requests, partition_efa_interfaces, partition_instance
 from components.slinky.images import TRAINING_IMAGES
+from components.slinky.sizing import slurmd_resources
 from components.slinky.specs import (
     SHARED_VOLUME,
     SHARED_VOLUME_MOUNT,
     SHM_VOLUME,
     SHM_VOLUME_MOUNT,
     guaranteed,
-    slurmd_resources,
 )
 from scripts.k8s.environment import TemplateTarget, template_environment
 
@@ -112,7 +111,7 @@ def _workers(target: PoolTarget, workers: int) -> None:
 def pod_resources(target: PoolTarget, leave: Resources = NOTHING) -> dict[str, dict[str, str]]:
     """One pod per node, Guaranteed: the node's devices and what a slurmd pod gets there, less `leave`."""
     room = slurmd_resources(target.pool) - leave  # type: ignore[arg-type]  # the same instanceTypes field
-    core = 1000 * catalog.THREADS_PER_CORE
+    core = 1000 * target.instance.threads_per_core
     room = Resources(room.cpu_millis // core * core, room.memory_mib // 1024 * 1024)
     return guaranteed(room, device_requests(target.instance, target.efa_interfaces))
 

@@ -2,9 +2,11 @@
 
 Order: QoS first (accounts name them), then accounts parents before children (a child names its parent),
 then users (they join accounts; a new user is added with its default account first, an existing one gets
-its new default before it leaves the old one: slurmdbd refuses to remove a user's default association while
-the user has others, SchedMD/slurm slurm-25-11-6-1 src/plugins/accounting_storage/mysql/
-accounting_storage_mysql.c `_check_is_def_acct_before_remove`). Removals come last and in reverse: users'
+its new default before it leaves the old one, and a user leaving every account leaves its default one last:
+slurmdbd refuses to remove a user's default association unless it removes all of the user's associations,
+SchedMD/slurm slurm-25-11-7-1 src/plugins/accounting_storage/mysql/accounting_storage_mysql.c
+`_check_is_def_acct_before_remove`; 22.05 let it through, 23.11 fixed that, CHANGELOG/slurm-23.11.md "Fix
+sanity check to prevent deleting default account of users"). Removals come last and in reverse: users'
 associations, accounts children first, then QoS.
 
 What the reconcile manages: the objects the document declares, and the QoS and accounts whose Description
@@ -124,7 +126,12 @@ def _account_changes(desired: State, current: State) -> Iterator[Change]:
 
 
 def _user_changes(desired: State, current: State, managed: set[str]) -> tuple[list[Change], list[Change]]:
-    """(additions and new defaults, removals) of users' associations within the managed accounts."""
+    """(additions and new defaults, removals) of users' associations within the managed accounts.
+
+    slurmdbd refuses to remove a user's default association while the user keeps another one (see the module
+    doc), so the default moves first to an association the user keeps: the declared default, or, for a user
+    the stack no longer declares who keeps associations in accounts it does not manage, the first of those.
+    A user who loses every association loses the default one last."""
     on_cluster = f"cluster={desired.cluster}"
     changes: list[Change] = []
     removals: list[Change] = []
@@ -132,18 +139,22 @@ def _user_changes(desired: State, current: State, managed: set[str]) -> tuple[li
         want = desired.users.get(name)
         have = current.users.get(name, User(name, (), None))
         wanted = want.accounts if want else ()
-        for index, account in enumerate(a for a in wanted if a not in have.accounts):
+        added = [a for a in wanted if a not in have.accounts]
+        for index, account in enumerate(added):
             new_user = index == 0 and not have.accounts  # its first association: make it the default
             extra = [f"DefaultAccount={account}"] if new_user else []
             changes.append(Change("add", "user", name, f"account {account}",
                                   ("add", "user", name, f"account={account}", on_cluster, *extra)))
+        removed = [a for a in have.accounts if a in managed and a not in wanted]
+        kept = sorted(a for a in {*have.accounts, *added} if a not in removed)
         default_after = have.default_account if have.accounts else (wanted[0] if wanted else None)
-        if want and default_after != want.default_account:
-            changes.append(_modify("user", name, [on_cluster], {"DefaultAccount": (default_after,
-                                                                                    want.default_account)}))
+        default_wanted = want.default_account if want else (
+            kept[0] if default_after in removed and kept else default_after)
+        if default_after != default_wanted:
+            changes.append(_modify("user", name, [on_cluster], {"DefaultAccount": (default_after, default_wanted)}))
         removals += [Change("remove", "user", name, f"account {account}",
                             ("remove", "user", "where", f"name={name}", f"account={account}", on_cluster))
-                     for account in have.accounts if account in managed and account not in wanted]
+                     for account in sorted(removed, key=lambda a: a == default_wanted)]
     return changes, removals
 
 

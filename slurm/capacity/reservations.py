@@ -113,7 +113,8 @@ def desired_reservation(partition: str, reservation_id: str, end: datetime, now:
 def parse_reservations(text: str) -> dict[str, ExistingReservation]:
     """`scontrol -o show reservation` (one reservation a line of Key=Value pairs) -> name -> reservation.
 
-    Text, not JSON: Slurm 22.05's scontrol has no --json (the local test cluster), 25.11's prints the same text.
+    Text, not JSON: Slurm 22.05's scontrol has no --json; 25.11's (the cluster's and the local test cluster's)
+    prints the same text.
     """
     found: dict[str, ExistingReservation] = {}
     for line in text.splitlines():

@@ -2,13 +2,15 @@
 renders the settings and runs this in the cluster). Each pass: repair (controller.repair_pass), the active checks'
 round (active_runner), the network topology from EC2 (slurm/topology/sync.py) and the maintenance reservations over
 Capacity Blocks' ends (slurm/capacity/blocks.py) where the stack has them, then sleep. A step that fails is logged
-and the next one runs. Metrics on /metrics the whole time.
+and the next one runs. Metrics on /metrics the whole time; beside the loop, a thread of its own counts the nodes the
+pending jobs want (demand.py) every few seconds, for KEDA, whatever a pass is busy with.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from slurm.capacity.blocks import Call, capacity_pass
 from slurm.capacity.reservations import ReservationError
 from slurm.health.active_runner import ActiveChecks, PartitionCheck, Probe
 from slurm.health.controller import Log, log_json, repair_pass
+from slurm.health.demand import demand_pass
 from slurm.health.kube import Kube, KubeError
 from slurm.health.ledger import ConfigMapLedger, LedgerStore
 from slurm.health.metrics import Registry, serve
@@ -45,6 +48,8 @@ class Controller:
     blocks: dict[str, list[str]] = field(default_factory=dict)  # partition -> its Capacity Block ids
     region: str = ""
     placed: dict[str, InstanceTopology] = field(default_factory=dict)  # the topology step's instances, kept
+    demand: dict[str, int] = field(default_factory=dict)  # partition -> its maxNodes (demand.py)
+    demand_seconds: float = 15.0
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any], probe: Probe | None = None) -> Controller:
@@ -59,7 +64,9 @@ class Controller:
                    TopologySettings(topology["name"], topology["namespace"], topology["podSelector"],
                                     topology["configMap"], topology["key"]) if topology else None,
                    {p: list(ids) for p, ids in settings.get("capacityBlocks", {}).items()},
-                   settings.get("region", ""))
+                   settings.get("region", ""),
+                   demand={p: int(n) for p, n in settings.get("demand", {}).get("maxNodes", {}).items()},
+                   demand_seconds=float(settings.get("demand", {}).get("seconds", 15.0)))
 
     @property
     def uses_ec2(self) -> bool:
@@ -86,6 +93,15 @@ def _step(name: str, run: Callable[[], object], log: Log) -> None:
         log({"event": "error", "step": name, "error": str(exc)})
 
 
+def demand_loop(slurm: SlurmAccess, metrics: Registry, max_nodes: dict[str, int], seconds: float,
+                stop: threading.Event, log: Log = log_json) -> None:
+    """demand_pass every `seconds` until `stop` is set."""
+    while True:
+        demand_pass(slurm, metrics, max_nodes, time.time(), log)
+        if stop.wait(seconds):
+            return
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python3 -m slurm.health")
     parser.add_argument("--settings", type=Path, required=True)
@@ -94,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     metrics = Registry()
     serve(metrics, port=int(settings["metricsPort"]))
     slurm, kube = CliSlurm(), Kube.in_cluster()
+    if controller.demand:
+        threading.Thread(target=demand_loop, name="demand", daemon=True, args=(
+            CliSlurm(), metrics, controller.demand, controller.demand_seconds, threading.Event())).start()
     ledger = ConfigMapLedger(kube, settings["ledgerConfigMap"], settings["namespace"])
     ec2 = QueryClient.ec2_in_pod(controller.region).call if controller.uses_ec2 else None
     while True:

@@ -29,8 +29,13 @@ BUS_BANDWIDTH = Metric("slurm_eks_active_check_bus_bandwidth_gbps", "gauge", ("p
                        "Bus bandwidth (GB/s) the last active check measured on the node (nccl or neuron).")
 ACTIVE_CHECK_DRAINS = Metric("slurm_eks_active_check_drains_total", "counter", ("partition", "check"),
                              "Nodes drained because the active check measured them below the threshold.")
+# What KEDA scales each partition's NodeSet on (components/autoscaling.py nodes_needed_query), from
+# slurm/health/demand.py: Slurm's own slurm_partition_jobs_pending counts held and limit-bound jobs too.
+NODES_WANTED = Metric("slurm_eks_partition_nodes_wanted", "gauge", ("partition",),
+                      "Nodes the partition's pending jobs would take if nodes existed, summed over the jobs that "
+                      "could then start (held, dependent, later-starting, limit-bound and reserved jobs count 0).")
 LAST_PASS = Metric("slurm_eks_repair_last_pass_timestamp_seconds", "gauge", (),
                    "When the controller last finished a pass (Unix time): a stale value means it is stuck.")
 
 ALL: tuple[Metric, ...] = (NODES_DRAINED, NODES_DRAINED_BY_PERSON, REPLACEMENTS, REPAIRS_HELD, REPAIR_ERRORS,
-                           BUS_BANDWIDTH, ACTIVE_CHECK_DRAINS, LAST_PASS)
+                           BUS_BANDWIDTH, ACTIVE_CHECK_DRAINS, NODES_WANTED, LAST_PASS)

@@ -64,6 +64,14 @@ class Registry:
         with self._lock:
             self._values[metric.name][key] = float(value)
 
+    def replace(self, metric: Metric, series: Iterable[tuple[Mapping[str, str], float]]) -> None:
+        """A gauge's whole set of series at once: a scrape sees the old set or the new one, never half."""
+        if metric.kind != "gauge":
+            raise ValueError(f"{metric.name} is a {metric.kind}: only gauges are set")
+        values = {self._key(metric, labels): float(value) for labels, value in series}
+        with self._lock:
+            self._values[metric.name] = values
+
     def clear(self, metric: Metric) -> None:
         """Drop a gauge's series (before setting this pass's values, so gone label sets disappear)."""
         with self._lock:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from slurm.health.nodes import SlurmNode, parse_nodes
 
@@ -32,6 +32,10 @@ class SlurmAccess(Protocol):
 
     def job_state(self, job_id: int) -> str | None:
         """The job's state (first word, e.g. RUNNING, COMPLETED); None when Slurm knows no such job."""
+        ...
+
+    def pending_jobs(self) -> dict[str, Any]:
+        """`squeue --json` of the pending jobs (slurm/health/demand.py reads it)."""
         ...
 
 
@@ -73,6 +77,11 @@ class CliSlurm:
                         f"--job-name={job_name}"], stdin=script)
         # --parsable prints "jobid" or "jobid;cluster" (sbatch(1)).
         return int(out.strip().split(";")[0])
+
+    def pending_jobs(self) -> dict[str, Any]:
+        # 25.11's squeue applies --states to its JSON too (src/squeue/print.c squeue_filter_jobs_for_json);
+        # demand.py checks each job's state anyway. --array is not needed: a pending array is one record.
+        return json.loads(self._ok(["squeue", "--json", "--states=PENDING"]))
 
     def job_state(self, job_id: int) -> str | None:
         done = self._run(["squeue", "-h", "-j", str(job_id), "-o", "%T"])

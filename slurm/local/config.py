@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm.local.errors import LocalSlurmError
-from slurm.local.layout import SYSTEM_CONF_DIR, StateLayout
+from slurm.local.installation import conf_dir, debian_slurm
+from slurm.local.layout import StateLayout
 from slurm.local.topology import NodeTopology
 
 CLUSTER_NAME = "local"
@@ -30,7 +31,9 @@ MIN_JOB_AGE_S = 300
 # internal/builder/controllerbuilder/controller_config.go). Changing it needs a slurmctld restart.
 MAX_NODE_COUNT = 1024
 # Slurm 22.05 cannot fan messages out through dynamic nodes: doc/html/dynamic_nodes.shtml (slurm-22-05-8-1)
-# requires TreeWidth=65533; from 23.11 on nodes are reached through alias_addrs and this is not needed.
+# requires TreeWidth=65533; from 23.11 on nodes are reached through alias_addrs and this is not needed (25.11's
+# dynamic_nodes.shtml: the controller passes the node addresses on so "they communicate, and even fanout"). Only
+# with Debian's 22.05, then: Slinky's operator does not set it.
 NO_FANOUT = "TreeWidth=65533"
 # slurmd expands %n to its node name: each slurmd on this host gets its own spool, pidfile and log.
 EACH_NODE = "%n"
@@ -141,7 +144,8 @@ def render_slurm_conf(layout: StateLayout, node: NodeTopology, dynamic: DynamicN
         f"PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP",
     ]
     if dynamic:
-        lines = _merged(lines, [f"MaxNodeCount={MAX_NODE_COUNT}", NO_FANOUT, *dynamic.conf_lines])
+        fanout = [NO_FANOUT] if debian_slurm() else []
+        lines = _merged(lines, [f"MaxNodeCount={MAX_NODE_COUNT}", *fanout, *dynamic.conf_lines])
     return "\n".join(_merged(lines, settings)) + "\n"
 
 
@@ -191,10 +195,10 @@ def render(layout: StateLayout, node: NodeTopology, dynamic: DynamicNodes | None
 
 
 def _topology_files(layout: StateLayout) -> tuple[Path, Path]:
-    """The generated topology.conf and where Slurm looks for it: beside the slurm.conf it was started with,
-    /etc/slurm here (SchedMD/slurm src/common/read_config.c `get_extra_conf_path`; seen on
-    22.05.8: a topology.conf in /etc/slurm is read although slurm.conf there links into the state dir)."""
-    return layout.etc / TOPOLOGY_CONF, SYSTEM_CONF_DIR / TOPOLOGY_CONF
+    """The generated topology.conf and where Slurm looks for it: beside the slurm.conf it was started with, in the
+    configuration directory of the Slurm in use (SchedMD/slurm src/common/read_config.c `get_extra_conf_path`:
+    the directory of the slurm.conf path it was given, not of the file that path links to)."""
+    return layout.etc / TOPOLOGY_CONF, conf_dir() / TOPOLOGY_CONF
 
 
 def _write_topology(layout: StateLayout, text: str | None) -> None:
@@ -241,8 +245,8 @@ def write(layout: StateLayout, config: GeneratedConfig) -> None:
 
 
 def linked_state_dir() -> Path | None:
-    """The state directory /etc/slurm/slurm.conf currently points into, if it is one of ours."""
-    link = SYSTEM_CONF_DIR / "slurm.conf"
+    """The state directory the Slurm in use's slurm.conf (conf_dir()) currently points into, if it is one of ours."""
+    link = conf_dir() / "slurm.conf"
     if not link.is_symlink():
         return None
     return StateLayout.owning(Path(os.readlink(link))).root
@@ -253,7 +257,7 @@ def link_system_configs(layout: StateLayout) -> None:
 
     A real file there belongs to someone else's Slurm: refuse rather than overwrite it.
     """
-    SYSTEM_CONF_DIR.mkdir(parents=True, exist_ok=True)
+    conf_dir().mkdir(parents=True, exist_ok=True)
     for link, target in layout.system_links().items():
         if link.exists() and not link.is_symlink():
             raise LocalSlurmError(

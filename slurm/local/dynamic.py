@@ -4,12 +4,14 @@ A NodeSet pod runs `slurmd -Z --conf "Features=<nodeset>,... Gres=gpu:<n>"` (Sli
 v1.2.1, internal/builder/workerbuilder/worker_app.go, `slurmdArgs`): the node creates itself in slurmctld,
 which puts it into every partition whose `NodeSet=` names one of its features.
 
-Slurm 22.05 on one host: a dynamic slurmd listens on the cluster's SlurmdPort whatever the build (`Port=` in
-`--conf` is fatal: SchedMD/slurm slurm-22-05-8-1 src/slurmd/slurmd/slurmd.c `_validate_dynamic_conf`;
-allowed from 23.11 on, commit f30e8508b8 "Allow dynamic nodes to use defined port"), and the host's own
-slurmd listens there too. So while dynamic nodes are enabled the host's slurmd is stopped and one dynamic
-slurmd at a time holds that port. slurmctld still lists the host's node, and whichever slurmd holds the port
-answers its pings: send no jobs to the host's partition meanwhile.
+One host, one slurmd port: a dynamic slurmd listens on the cluster's SlurmdPort unless its `--conf` names a
+`Port=`. Slurm 22.05 refuses that (fatal: SchedMD/slurm slurm-22-05-8-1 src/slurmd/slurmd/slurmd.c
+`_validate_dynamic_conf`); from 23.11 on it is allowed (commit f30e8508b8 "Allow dynamic nodes to use defined
+port"; in slurm-25-11-7-1 `_validate_dynamic_conf` refuses only `NodeName=`). The nodes here join with the
+NodeSet's own `--conf`, as its pods do, and that names no port (each pod has an address of its own). So while
+dynamic nodes are enabled the host's slurmd is stopped (it also would read their GPUs' gres.conf line, see
+config.render_gres_conf) and one dynamic slurmd at a time holds that port. slurmctld still lists the host's
+node, and whichever slurmd holds the port answers its pings: send no jobs to the host's partition meanwhile.
 """
 
 from __future__ import annotations
@@ -35,6 +37,19 @@ def _scontrol(*args: str) -> None:
         raise LocalSlurmError(f"`scontrol {' '.join(args)}` failed: {(result.stderr or result.stdout).strip()}")
 
 
+def _with_hostname(name: str) -> tuple[str, ...]:
+    """The command prefix that runs a program with host name `name`, in a UTS namespace of its own.
+
+    A pod's host name is its name, which is its node's (the test's NodeSet template sets no hostname), and a
+    dynamic slurmd registers with its host name (SchedMD/slurm slurm-25-11-7-1 src/slurmctld/node_mgr.c
+    `create_dynamic_reg_node`: node_hostname = the registration's hostname, then slurm_conf_add_node). slurmctld
+    keeps one node per host name (src/common/read_config.c `_push_to_hashtbls`: "Duplicated NodeHostName",
+    unless built with --enable-multiple-slurmd): under this machine's own name, taken by the host's node, the
+    dynamic node gets no address, and slurmctld cannot send it a job ("_fwd_tree_get_addr: can't find address
+    for host", then "unable to split forward hostlist")."""
+    return ("unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name)
+
+
 class DynamicCluster:
     """The local cluster while it takes dynamic nodes (made by `dynamic_nodes`)."""
 
@@ -46,10 +61,11 @@ class DynamicCluster:
         return [name for name in self._joined if live_pid(self.layout.slurmd_files(name).pidfile, SLURMD)]
 
     def join(self, name: str, conf: str) -> node.NodeState:
-        """Start `slurmd -Z -N <name> --conf <conf>`, as a NodeSet pod does, and wait until slurmctld has the
-        node taking jobs."""
+        """Start `slurmd -Z -N <name> --conf <conf>` with host name `name`, as a NodeSet pod does, and wait until
+        slurmctld has the node taking jobs."""
         if running := self._running():
-            raise LocalSlurmError(f"dynamic node {running[0]} holds the slurmd port: one at a time on Slurm 22.05")
+            raise LocalSlurmError(f"dynamic node {running[0]} holds the slurmd port: one at a time on this host "
+                                  "(see slurm.local.dynamic)")
         files = self.layout.slurmd_files(name)
         if name not in self._joined:
             self._joined.append(name)
@@ -57,7 +73,7 @@ class DynamicCluster:
             name=SLURMD,
             pidfile=files.pidfile,
             log=files.log,
-            argv=(program(SLURMD), "-Z", "-N", name, "--conf", conf),
+            argv=(*_with_hostname(name), program(SLURMD), "-Z", "-N", name, "--conf", conf),
             detach=False,
             ready=lambda: node.node_state(name) is not None,
             prepare=lambda: files.spool.mkdir(parents=True, exist_ok=True),
@@ -81,10 +97,11 @@ class DynamicCluster:
 def dynamic_nodes(conf_lines: Sequence[str], gpus: int, state_dir: Path | None = None) -> Iterator[DynamicCluster]:
     """The running local cluster, taking dynamic nodes until the block ends.
 
-    slurm.conf gains MaxNodeCount, TreeWidth and `conf_lines`; gres.conf gives each dynamic node `gpus` fake
-    GPUs; slurmctld restarts (it reads MaxNodeCount only at start) and the host's slurmd stops (see the module
-    doc). Afterwards, also when the block failed, the dynamic nodes are gone, the files are as they were, and
-    the host's node takes jobs again. Cancel the block's jobs first: a node still running one cannot be deleted.
+    slurm.conf gains MaxNodeCount (and TreeWidth, with Debian's 22.05) and `conf_lines`; gres.conf gives each
+    dynamic node `gpus` fake GPUs; slurmctld restarts (it reads MaxNodeCount only at start) and the host's slurmd
+    stops (see the module doc). Afterwards, also when the block failed, the dynamic nodes are gone, the files are
+    as they were, and the host's node takes jobs again. Cancel the block's jobs first: a node still running one
+    cannot be deleted.
     """
     layout = StateLayout(state_dir or default_state_dir())
     machine = topology.detect_node()

@@ -6,11 +6,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurm.local.installation import conf_dir
+
 STATE_ENV = "SLURM_EKS_LOCAL_STATE"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-# Slurm clients (sbatch, squeue, ...) only look here; we point these at the generated files.
-SYSTEM_CONF_DIR = Path("/etc/slurm")
 
 
 def default_state_dir() -> Path:
@@ -94,8 +93,9 @@ class StateLayout:
         return self.mysql / "mysqld.sock"
 
     def system_links(self) -> dict[Path, Path]:
-        """/etc/slurm file -> the generated file it must point at."""
-        return {SYSTEM_CONF_DIR / f.name: f for f in (self.slurm_conf, self.gres_conf, self.slurmdbd_conf)}
+        """The file Slurm's clients read (in /etc/slurm or the build's etc) -> the generated file it must point at.
+        Slurm clients (sbatch, squeue, ...) only look there."""
+        return {conf_dir() / f.name: f for f in (self.slurm_conf, self.gres_conf, self.slurmdbd_conf)}
 
     @classmethod
     def owning(cls, slurm_conf: Path) -> StateLayout:

@@ -8,21 +8,25 @@ import subprocess
 import time
 from collections.abc import Callable
 
+from slurm.local import installation
 from slurm.local.errors import LocalSlurmError
 
 # package -> a program it provides; a missing program means the package must be installed.
 REQUIRED = {
-    "slurm-wlm": "slurmctld",
     "munge": "munged",
     "mariadb-server": "mariadbd",
+}
+# Debian's Slurm, needed only when no source build of Slurm is there (slurm/local/installation.py).
+DEBIAN_SLURM = {
+    "slurm-wlm": "slurmctld",
     "slurmdbd": "slurmdbd",
 }
-# The packages' sbin programs, whether or not /usr/sbin is on this shell's PATH.
-SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 
 
 def missing_packages() -> list[str]:
-    return [package for package, program in REQUIRED.items() if shutil.which(program, path=SEARCH_PATH) is None]
+    wanted = REQUIRED if installation.slurm_prefix() else {**DEBIAN_SLURM, **REQUIRED}
+    path = installation.search_path()
+    return [package for package, program in wanted.items() if shutil.which(program, path=path) is None]
 
 
 def ensure_installed(on_step: Callable[[str], None] | None = None) -> list[str]:

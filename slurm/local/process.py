@@ -11,14 +11,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from slurm.local.packages import SEARCH_PATH
+from slurm.local.installation import search_path
 
 STOP_GRACE_S = 15.0
 
 
 def program(name: str) -> str:
     """Absolute path of a daemon or tool (sbin is often not on PATH)."""
-    found = shutil.which(name, path=SEARCH_PATH)
+    found = shutil.which(name, path=search_path())
     return found or name
 
 

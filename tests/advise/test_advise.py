@@ -340,7 +340,10 @@ def test_the_table_and_the_command() -> None:
            "with activation checkpointing" in out
     assert "estimate: 19,721 tokens/s at 30.0% MFU (40% assumed, less recomputation and pipeline bubble)" in out
     assert "without activation checkpointing: 16 nodes (partitions.gpu-h100.maxNodes is 8)" in out
-    assert ("slurm-eks job render --stack prod --partition gpu-h100 --nodes 4 --checkpoint-gb 847 -- jobs/train.py "
+    # 512 sequences x 8192 tokens a step at 19,721 tokens/s: 212.7 s, so --step-seconds 213.
+    assert "render it (a checkpoint is 847 GB, a step about 213 s):" in out
+    assert ("slurm-eks job render --stack prod --partition gpu-h100 --nodes 4 --checkpoint-gb 847 --step-seconds 213 "
+            "-- jobs/train.py "
             "--model llama3-70b --seq-len 8192 --batch-size 1 --grad-accum 32 --fsdp --tp 2 "
             "--activation-checkpointing\n") in out
 

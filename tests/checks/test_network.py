@@ -10,6 +10,7 @@ import pulumi_eks
 import pytest
 
 from components.config import ClusterConfig
+from components.slinky.slurm_conf import SRUN_PORT_RANGE
 from components.stackfile import load_stack
 from scripts.checks import network
 from scripts.checks.findings import Finding
@@ -26,6 +27,8 @@ from scripts.offline.security_groups import (
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan
 from tests.slinky.helpers import config_of, plan_of
+
+SRUN_RANGE = "{}-{}".format(*SRUN_PORT_RANGE)
 
 
 def config(stack: str) -> ClusterConfig:
@@ -71,8 +74,9 @@ def test_the_login_nodes_are_their_own_endpoint_for_srun_and_step_io() -> None:
     assert t.login is not None and t.slurm_clients is t.login
     found = labels(network.check(broken("prod", login_on_a_bare_group), config("prod")))
     assert {"the login nodes -> Karpenter nodes of gpu-h100 (tcp 6818)",
-            "Karpenter nodes of gpu-h100 -> the login nodes (tcp 1024-65535)",
-            "the login nodes -> the system nodes (tcp 6817)"} <= found
+            f"Karpenter nodes of gpu-h100 -> the login nodes (tcp {SRUN_RANGE})",
+            "the login nodes -> the system nodes (tcp 6817)",
+            f"the system nodes -> the login nodes (tcp {SRUN_RANGE})"} <= found
     # The system nodes keep only what slurmctld needs of the partitions.
     assert "the system nodes -> Karpenter nodes of gpu-h100 (tcp 6818)" not in found
 
@@ -259,8 +263,9 @@ def test_flow_table_names_the_documented_ports_of_efa_partitions_and_webhooks() 
         (h100, cp, "tcp", (443, 443), False), (cp, h100, "tcp", (10250, 10250), False),
         (h100, system, "udp", (53, 53), False), (h100, system, "tcp", (53, 53), False),
         (h100, h100, "-1", (0, 65535), True), (system, h100, "tcp", (6818, 6818), False),
+        (system, h100, "tcp", SRUN_PORT_RANGE, False),  # srun in a batch script, called back by slurmctld
         (login, h100, "tcp", (6818, 6818), False), (h100, system, "tcp", (6817, 6817), False),
-        (h100, login, "tcp", (1024, 65535), False)]
+        (h100, login, "tcp", SRUN_PORT_RANGE, False)]
     assert [row for row in _table("prod", system) if row[0] == cp] == [
         (cp, system, "tcp", (10250, 10250), False), (cp, system, "tcp", (10250, 10250), False),
         (cp, system, "tcp", (9443, 9443), False), (cp, system, "tcp", (9443, 9443), False)]

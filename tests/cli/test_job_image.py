@@ -3,6 +3,7 @@ stand-in, tests/render/standins.py) or submitted as a one-node job (a fake job b
 
 from __future__ import annotations
 
+import getpass
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -102,7 +103,9 @@ def test_submit_runs_the_same_import_as_a_one_node_job(monkeypatch: pytest.Monke
     monkeypatch.setattr(slurm_cli.client, "select_backend", lambda name=None: backend)
     result = pull("-s", "prod", "-p", "trainium", "--submit")
     assert result.exit_code == 0, result.output
-    assert "submitted job 77" in result.output and "/shared/logs/image-pull-77.out" in result.output
+    # The log is in the submitter's own directory (--output=/shared/logs/%u/..., Slurm's %u: the user name).
+    user = getpass.getuser()
+    assert "submitted job 77" in result.output and f"/shared/logs/{user}/image-pull-77.out" in result.output
     ((script, _),) = backend.submitted
     for line in ("#SBATCH --partition=trainium", "#SBATCH --nodes=1", "import_image() {",
                  f"import_image 'docker://public.ecr.aws#neuron/pytorch-training-neuronx:"

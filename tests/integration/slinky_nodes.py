@@ -4,6 +4,11 @@ person. Shared by the tests that run dynamic nodes on the local Slurm."""
 
 from __future__ import annotations
 
+import pwd
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,11 +20,38 @@ from slurm import client
 from slurm.backend import SubmitOptions
 from slurm.cli_backend import CliBackend, parse_parsable, run
 from slurm.local.dynamic import DynamicCluster
+from tests.conftest import unavailable
 
-# People run jobs as themselves: the Controller's `DisableRootJobs=YES` refuses root's. These tests submit as
-# `nobody` (on every Debian system), given an association under Slurm's `root` account for the module, since the
-# Controller's `AccountingStorageEnforce=associations` refuses a user without one.
-PERSON = "nobody"
+# People run jobs as themselves: the Controller's `DisableRootJobs=YES` refuses root's. These tests submit as a
+# Linux user of their own (`as_person`), given an association under Slurm's `root` account for the module, since
+# the Controller's `AccountingStorageEnforce=associations` refuses a user without one. Not `nobody`: Slurm 25.11
+# reserves that name for UID 99 (CHANGELOG/slurm-25.11.md "Always resolve user id 99 as user nobody"), and its
+# uid_from_string("nobody") returns SLURM_AUTH_NOBODY instead of SLURM_SUCCESS without setting the UID
+# (src/common/uid.c, slurm-25-11-7-1), so an association named nobody never gets Debian's UID 65534 and
+# slurmctld refuses the job ("User 65534 not found", "Invalid account or account/partition combination").
+PERSON = "sek-person"
+PERSON_UID = 42010  # unlikely to exist on a machine running the tests
+
+
+@contextmanager
+def as_person() -> Iterator[str]:
+    """PERSON as a Linux user, then with an association under Slurm's `root` account, until the block ends.
+    The Linux user comes first: slurmctld looks the UID up when the association reaches it. Left over from an
+    interrupted run: reused."""
+    if shutil.which("useradd") is None:
+        unavailable("useradd is missing (Debian's passwd package)")
+    try:
+        pwd.getpwnam(PERSON)
+    except KeyError:
+        run(["useradd", "--uid", str(PERSON_UID), "--no-create-home", "--shell", "/bin/sh", PERSON])
+    try:
+        run(["sacctmgr", "-i", "add", "user", PERSON, "account=root"])
+        try:
+            yield PERSON
+        finally:
+            run(["sacctmgr", "-i", "delete", "user", PERSON])
+    finally:
+        subprocess.run(["userdel", PERSON], capture_output=True, timeout=30)
 
 
 class AsPerson(CliBackend):

@@ -1,4 +1,4 @@
-"""Jobs on the real local Slurm, through slurm.client (CLI backend: the local cluster is Slurm 22.05)."""
+"""Jobs on the real local Slurm (25.11, built from source), through slurm.client's CLI backend."""
 
 from __future__ import annotations
 

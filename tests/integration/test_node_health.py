@@ -2,14 +2,16 @@
 Prolog and Epilog with the prod stack's settings, on a dynamic node of its gpu-h100 NodeSet (8 GPUs) that joins
 the way a NodeSet pod does.
 
-What is real: slurmctld and slurmd (Debian's 22.05.8), the script, the slurm.conf lines our Controller writes
-(HealthCheckNodeState, PrologFlags=Alloc, nohold_on_prolog_fail), the node's expectations (the env file the
-prod stack renders for gpu-h100), `scontrol update ... state=drain` and Slurm's requeue. What stands in:
-nvidia-smi (tests/health/fakes/nvidia-smi, told how many GPUs to report) and dmesg (empty); no FSx or EFA here,
-so no /shared or efa check (tests/health/test_node_check.py has those). slurmd runs the programs with its own
-environment (SLURMD_NODENAME, and for the prolog and epilog SLURM_SCRIPT_CONTEXT): a wrapper adds where the
-stand-ins and the env file are, then runs the real script. Local deviations: the wrapper's absolute path for
-Prolog/Epilog (the cluster lists them by file name and configless ships them, which 22.05 cannot), a 5 s
+What is real: slurmctld and slurmd (25.11, the version the cluster runs, built from source), the script, the
+slurm.conf lines our Controller writes (HealthCheckNodeState, PrologFlags=Alloc, nohold_on_prolog_fail), the
+node's expectations (the env file the prod stack renders for gpu-h100), `scontrol update ... state=drain` and
+Slurm's requeue. What stands in: nvidia-smi (tests/health/fakes/nvidia-smi, told how many GPUs to report) and
+dmesg (empty); no FSx or EFA here, so no /shared or efa check (tests/health/test_node_check.py has those).
+slurmd runs the programs with its own environment (SLURMD_NODENAME, and for the prolog and epilog
+SLURM_SCRIPT_CONTEXT): a wrapper adds where the stand-ins, the env file and this Slurm's commands are (the
+script's own PATH has the image's /usr/bin, where Slinky's packages put scontrol and squeue; the local build is
+elsewhere), then runs the real script. Local deviations: the wrapper's absolute path for Prolog/Epilog (the
+cluster lists them by file name and configless slurmctld ships them; the local slurmd reads local files), a 5 s
 HealthCheckInterval, and the local scheduler pass every 2 s beside our nohold_on_prolog_fail.
 """
 
@@ -42,11 +44,12 @@ from slurm.health.slurm_access import CliSlurm
 from slurm.local import ClusterStatus
 from slurm.local.dynamic import DynamicCluster, dynamic_nodes
 from slurm.local.node import NodeState, node_state
+from slurm.local.process import program
 from tests.config.helpers import raw_config
 from tests.health.test_kube import FakeKube
 from tests.health.test_kube import nodeclaim as fake_nodeclaim
 from tests.health.test_kube import pod as fake_pod
-from tests.integration.slinky_nodes import BACKEND, PERSON, TIMEOUT_S, NodeSet, empty_partition, replaced
+from tests.integration.slinky_nodes import BACKEND, PERSON, TIMEOUT_S, NodeSet, as_person, empty_partition, replaced
 
 pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[2]
@@ -54,6 +57,8 @@ SCRIPT = REPO / "slurm" / "health" / "node-check.sh"
 FAKES = REPO / "tests" / "health" / "fakes"
 STAND_IN = REPO / "tests" / "health" / "stand_ins" / "all_reduce_perf"
 INTERVAL_S = 5
+# The Slurm commands the script runs (scontrol, squeue): the ones the tests run (tests/conftest.py PATH).
+SLURM_BIN = Path(program("scontrol")).parent
 
 
 @dataclass(frozen=True)
@@ -80,9 +85,10 @@ class Checks:
 
 def wrapper_text(root: Path) -> str:
     return f"""#!/bin/bash
-# slurmd's environment plus where the stand-ins and the env file are; then the real script.
+# slurmd's environment plus where the stand-ins, the env file and Slurm's commands are; then the real script.
 ctx="${{SLURM_SCRIPT_CONTEXT:-check}}"
-export SLURM_EKS_HEALTH_ENV={root}/health.env SLURM_EKS_HEALTH_PATH={root}/bin FAKE_CALL_LOG={root}/calls.$ctx
+export SLURM_EKS_HEALTH_ENV={root}/health.env SLURM_EKS_HEALTH_PATH={root}/bin:{SLURM_BIN}
+export FAKE_CALL_LOG={root}/calls.$ctx
 FAKE_GPUS="$(cat {root}/gpus.$ctx 2>/dev/null || cat {root}/gpus.check)"
 export FAKE_GPUS
 exec {SCRIPT} "$@"
@@ -127,12 +133,8 @@ def dynamic_cluster(local_slurm: ClusterStatus, config: ClusterConfig, nodeset: 
         "SchedulerParameters": f"sched_interval=2,{ours['SchedulerParameters']}",
         "Prolog": str(checks.wrapper), "Epilog": str(checks.wrapper)})
     assert "PrologFlags=Alloc" in conf and "HealthCheckNodeState=ANY,CYCLE" in conf
-    run(["sacctmgr", "-i", "add", "user", PERSON, "account=root"])
-    try:
-        with dynamic_nodes(conf, nodeset.gpus) as cluster:
-            yield cluster
-    finally:
-        run(["sacctmgr", "-i", "delete", "user", PERSON])
+    with as_person(), dynamic_nodes(conf, nodeset.gpus) as cluster:
+        yield cluster
 
 
 @pytest.fixture
@@ -291,7 +293,7 @@ def controller(nodeset: NodeSet, tmp_path: Path) -> Iterator[Controller]:
 def test_the_repair_controller_waits_for_jobs_then_replaces_and_leaves_a_persons_drain(
     cluster: DynamicCluster, nodeset: NodeSet, checks: Checks, workdir: Path, controller: Controller
 ) -> None:
-    """Its decisions from the real `sinfo --json` (22.05; `scontrol show nodes --json` on 25.11)."""
+    """Its decisions from the real `scontrol show nodes --json` of Slurm 25.11."""
     pod = nodeset.pod(0)
     cluster.join(pod, nodeset.slurmd_conf)
     release = workdir / "release"

@@ -15,23 +15,22 @@ internal/controller/nodeset/nodeset_sync.go (`processCondemned`: drain, delete t
 the pod's preStop (`scontrol update state=down`, worker_app.go) and `DeleteNode`
 (internal/controller/nodeset/slurmcontrol/slurmcontrol.go; the operator calls it when it prunes node records).
 
-Slurm here is Debian's 22.05.8; the cluster runs 25.11. Both have everything these tests use, each checked
-in SchedMD/slurm at tags slurm-22-05-8-1 and slurm-25-11-7-1: `NodeSet=` lines (src/common/read_config.c
-`_parse_nodeset`), `slurmd -Z --conf` and `scontrol delete nodename=` (doc/html/dynamic_nodes.shtml, new in
-22.05), and the queueing rule: a job asking for more nodes or CPUs than its partition has is rejected only
-when EnforcePartLimits is set (src/slurmctld/job_mgr.c `_valid_job_part` after `_part_access_check`:
-"Enforce Part Limit = no"). Neither our Controller nor the operator sets it. Not shown here:
-- the metric KEDA reads, `slurm_partition_jobs_pending`: MetricsType=metrics/openmetrics is new in 25.11
-  (src/plugins/metrics/openmetrics/openmetrics.c, first in slurm-25-11-0-0rc1). It counts the partition's
-  jobs in PENDING state (src/slurmctld/statistics.c `_statistics_part_aggregate_job`), the count asserted
-  here from squeue.
-- several slurmds on one host: a 22.05 dynamic node must listen on SlurmdPort (`Port=` in `--conf` is
-  rejected until 23.11), so one dynamic node at a time takes over this host's slurmd port (slurm/local/dynamic.py).
-  On EKS each pod has its own address.
+Slurm here is 25.11, the version the cluster runs, built from source (slurm/local/installation.py). What these
+tests use, checked in SchedMD/slurm at tag slurm-25-11-7-1: `NodeSet=` lines (src/common/read_config.c
+`_parse_nodeset`), `slurmd -Z --conf` and `scontrol delete nodename=` (doc/html/dynamic_nodes.shtml), and the
+queueing rule: a job asking for more nodes or CPUs than its partition has is rejected only when
+EnforcePartLimits is set (src/slurmctld/job_mgr.c `_valid_job_part` after `_part_access_check`: "Enforce Part
+Limit = no"). Neither our Controller nor the operator sets it. Jobs are submitted as a Linux user of the tests'
+own, not `nobody` (tests/integration/slinky_nodes.py says why). Not shown here:
+- the metric KEDA reads, `slurm_partition_jobs_pending` (MetricsType=metrics/openmetrics, new in 25.11:
+  src/plugins/metrics/openmetrics/openmetrics.c). It counts the partition's jobs in PENDING state
+  (src/slurmctld/statistics.c `_statistics_part_aggregate_job`), the count asserted here from squeue.
+- several slurmds on one host: the NodeSet's `--conf` names no `Port=` (on EKS each pod has its own address),
+  so one dynamic node at a time takes over this host's slurmd port (slurm/local/dynamic.py).
 - configless slurmd (`--conf-server`, how the pods get slurm.conf and gres.conf) and `AutoDetect=nvidia`:
   here slurmd reads the local files, and the GPUs are /dev/null symlinks named in gres.conf.
-- `Topology=` in `--conf`, which Slinky's image adds from the pod's topology annotation: node lines accept it
-  from 25.05 on. And 22.05 needs TreeWidth=65533 for dynamic nodes; 25.11 does not, and Slinky does not set it.
+- `Topology=` in `--conf`, which Slinky's image adds from the pod's topology annotation (node lines accept it
+  from 25.05 on); tests/integration/test_topology.py runs the topology. Like Slinky, nothing here sets TreeWidth.
 - jobs fenced by cgroups (the Controller's task/cgroup, proctrack/cgroup): no cgroups on this machine.
 - the node checks (HealthCheckProgram, Prolog, Epilog): tests/integration/test_node_health.py runs them.
 """
@@ -53,7 +52,7 @@ from slurm.jobinfo import JobInfo
 from slurm.local import ClusterStatus
 from slurm.local.dynamic import DynamicCluster, dynamic_nodes
 from slurm.local.node import node_state
-from tests.integration.slinky_nodes import BACKEND, PERSON, TIMEOUT_S, NodeSet, empty_partition, without_node_checks
+from tests.integration.slinky_nodes import BACKEND, TIMEOUT_S, NodeSet, as_person, empty_partition, without_node_checks
 
 pytestmark = pytest.mark.slurm
 # The operator's reasons (slurmcontrol.go FormatNodeReason; nodeset_sync.go processCondemned; worker_app.go).
@@ -63,12 +62,8 @@ PRESTOP_REASON = "slurm-operator: Pod is terminating"
 
 @pytest.fixture(scope="module")
 def dynamic_cluster(local_slurm: ClusterStatus, nodeset: NodeSet, config: ClusterConfig) -> Iterator[DynamicCluster]:
-    run(["sacctmgr", "-i", "add", "user", PERSON, "account=root"])
-    try:
-        with dynamic_nodes(without_node_checks(nodeset, config), nodeset.gpus) as cluster:
-            yield cluster
-    finally:
-        run(["sacctmgr", "-i", "delete", "user", PERSON])
+    with as_person(), dynamic_nodes(without_node_checks(nodeset, config), nodeset.gpus) as cluster:
+        yield cluster
 
 
 @pytest.fixture

@@ -1,12 +1,12 @@
-"""EC2 instance topology on the real local Slurm (Debian's 22.05.8): the topology.conf generated from the
+"""EC2 instance topology on the real local Slurm (25.11, built from source): the topology.conf generated from the
 recorded DescribeInstanceTopology pages (tests/topology/data) makes slurmctld pack each multi-node job under
 one leaf switch, where without it the same jobs span switches.
 
 Only one slurmd can run on this host (slurm/local/dynamic.py), so the eight nodes are cloud nodes that never
 boot: `State=CLOUD` with power saving (ResumeProgram=/bin/true, a long ResumeTimeout; power saving in
 https://slurm.schedmd.com/power_save.html). slurmctld picks a job's nodes when it starts the job, then waits
-for them to resume: the job sits in CONFIGURING with its node list chosen (seen on 22.05.8 here, within a
-second of sbatch). The jobs are cancelled before they could run. Instance k of the recorded pages hosts node
+for them to resume: the job sits in CONFIGURING with its node list chosen (seen here on 22.05.8 and 25.11.7,
+within a second of sbatch). The jobs are cancelled before they could run. Instance k of the recorded pages hosts node
 tnk; odd and even instances sit under different spines, so a topology-blind allocation of the first two free
 nodes (tn1, tn2) crosses spines. The uncovered m5.xlarge instance hosts this machine's own node.
 """

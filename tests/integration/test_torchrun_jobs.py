@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from slurm.cli_backend import CliBackend
 from slurm.jobinfo import JobInfo
 from slurm.local.config import FAKE_GPUS
 from tests.conftest import require_module
+from tests.jobs.runs import log_events as events
 
 require_module("torch", "the `jobs` extra: pip install -e '.[jobs]'")
 pytestmark = [pytest.mark.slurm, pytest.mark.torch]
@@ -34,20 +34,6 @@ ARGS = ["--steps", "160", "--checkpoint-every", "20", "--log-every", "1", "--see
 BACKEND = CliBackend()
 JOB_TIMEOUT_S = 240
 
-RANK_PREFIX = re.compile(r"^\[\d+\]: ")
-
-
-def events(text: str) -> list[dict]:
-    """The JSON events of the job log; the job script prefixes every worker line with its rank (`[0]: `)."""
-    out = []
-    for raw in text.splitlines():
-        line = RANK_PREFIX.sub("", raw, count=1)
-        if line.startswith("{"):
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue
-    return out
 
 
 def done_hash(text: str) -> str:

@@ -8,6 +8,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -128,3 +129,19 @@ def once_at_step(step: int, action: Callable[[subprocess.Popen[str]], None], rea
 
 def complete_steps(ckpt: Path) -> list[int]:
     return sorted(int(p.name[5:]) for p in ckpt.glob("step-*") if any((p / m).is_file() for m in COMMIT_MARKERS))
+
+
+RANK_PREFIX = re.compile(r"^\[\d+\]: ")
+
+
+def log_events(text: str) -> list[dict]:
+    """The JSON events in a job log, where the job script prefixes every worker line with its rank (`[0]: `)."""
+    out = []
+    for raw in text.splitlines():
+        line = RANK_PREFIX.sub("", raw, count=1)
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+    return out

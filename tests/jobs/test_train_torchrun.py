@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -155,6 +156,23 @@ def test_killed_worker_is_restarted_and_resumes(tmp_path: Path, reference: Calla
     assert run.rc == 0, run.stderr[-3000:]
     assert run.starts == 2
     assert int(run.last("resumed")["step"]) >= every  # type: ignore[call-overload]
+    assert run.last("done")["params_sha256"] == reference("ddp")[0]
+
+
+def test_time_based_stop_checks_agree_on_every_rank_and_change_nothing(
+        reference: Callable[[str], tuple[str, Path]], tmp_path: Path) -> None:
+    # Without --stop-check-every the ranks pick the next agreement from the slowest rank's time, carried in
+    # the agreement itself (jobs/training/cadence.py): every rank must call the collective at the same steps
+    # (else gloo would hang or mismatch) and the training is the same, bit for bit.
+    ckpt = tmp_path / "ckpt"
+    extra, steps, every = MODES["ddp"]
+    at = runs.TINY.index("--stop-check-every")
+    tiny = [*runs.TINY[:at], *runs.TINY[at + 2:]]  # the flag and its value out: the default, time-based
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(runs.TRAIN),
+           *tiny, *extra, "--steps", str(steps), "--checkpoint-every", str(every), "--checkpoint-dir", str(ckpt),
+           "--stop-file", str(stop_file(ckpt))]  # fmt: skip
+    run = runs.launch(cmd)
+    assert run.rc == 0, run.stderr[-3000:]
     assert run.last("done")["params_sha256"] == reference("ddp")[0]
 
 

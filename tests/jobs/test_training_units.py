@@ -118,3 +118,28 @@ def test_json_config_rejects_unknown_keys(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--config", str(config)])
     assert "unknown keys ['d_modle']" in capsys.readouterr().err
+
+
+# --- the stop agreement -----------------------------------------------------------------------------------
+
+def test_the_stop_agreement_carries_the_time_since_the_last_in_the_same_reduction(tmp_path: Path) -> None:
+    import signal
+
+    from jobs.training.distributed import DistEnv
+    from jobs.training.preemption import STOP_SIGNALS, StopRequest
+
+    saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    try:
+        stop = StopRequest(tmp_path / "STOP", poll_file=True)
+        env = DistEnv(0, 0, 1, torch.device("cpu"))  # no process group: the reduction is the identity
+        assert stop.agree(env, 1234) == ([], 1234)
+        (tmp_path / "STOP").touch()
+        assert stop.agree(env, 99) == (["stop-file"], 99) and stop.agreed(env) == ["stop-file"]
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def test_stop_checks_default_to_the_time_based_cadence() -> None:
+    assert parse_args([]).stop_check_every is None
+    assert parse_args(["--stop-check-every", "10"]).stop_check_every == 10

@@ -10,6 +10,7 @@ import pytest
 
 from components.config import ClusterConfig
 from components.network_policies import policy_documents
+from components.slinky.slurm_conf import SRUN_PORT_RANGE
 from components.validation import parse_cluster_config
 from scripts.checks.pod_flows import Cluster, endpoints, evaluate, flows
 from tests.config.helpers import raw_config
@@ -24,7 +25,9 @@ def prod() -> ClusterConfig:
 
 def findings(config: ClusterConfig, policies: list[dict[str, Any]]) -> list[str]:
     cluster = Cluster(tuple(policies), {}, (VPC,))
-    return [f.resource for flow in flows(config, endpoints(config), (VPC,)) if (f := evaluate(cluster, flow))]
+    # srun listens on the range our slurm.conf sets (SrunPortRange), as `slurm-eks check` reads it from the plan.
+    return [f.resource for flow in flows(config, endpoints(config), (VPC,), SRUN_PORT_RANGE)
+            if (f := evaluate(cluster, flow))]
 
 
 def test_prod_policies_admit_the_hub_flows_and_nothing_forbidden(prod: ClusterConfig) -> None:

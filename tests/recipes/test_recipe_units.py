@@ -158,8 +158,9 @@ def test_without_a_process_group_the_stop_file_stops_after_a_checkpoint(tmp_path
 
 
 def test_the_briefs_command_renders_into_a_job_script() -> None:
-    """The brief's sbatch line, as `job render` takes it: the recipe is just another entry point, and the
-    job name is the checkpoint directory the script exports (so --output_dir agrees with it)."""
+    """The brief's sbatch line, as `job render` takes it: the recipe is just another entry point. The script's
+    own checkpoint directory is per user and job, so the brief's --output_dir is given to sbatch as
+    SLURM_EKS_CHECKPOINT_DIR, which the script then uses as it is."""
     brief = ["jobs/recipes/hf_finetune.py", "--model_name_or_path", "/shared/models/llama3-70b",
              "--dataset_path", "/shared/data/finetune.jsonl", "--output_dir", "/shared/checkpoints/llama3-finetuned",
              "--per_device_train_batch_size", "1", "--gradient_accumulation_steps", "8", "--learning_rate", "2e-5",
@@ -168,7 +169,8 @@ def test_the_briefs_command_renders_into_a_job_script() -> None:
                                       "llama3-finetuned", "--", *brief], env={"NO_COLOR": "1"})  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "#SBATCH --job-name=llama3-finetuned" in result.output
-    assert ':-/shared/checkpoints/${SLURM_JOB_NAME}}"' in result.output
+    assert 'if [[ -z "${SLURM_EKS_CHECKPOINT_DIR:-}" ]]; then' in result.output
+    assert 'SLURM_EKS_CHECKPOINT_DIR="${OWN_CHECKPOINTS}/${SLURM_JOB_NAME//\\//_}-${SLURM_JOB_ID}"' in result.output
     assert " ".join(brief) in result.output
     ns = hf_finetune.build_parser().parse_args(brief[1:])  # the recipe takes the brief's flags as written
     assert (ns.dataset, ns.num_train_epochs, ns.bf16, ns.deepspeed) == (

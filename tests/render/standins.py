@@ -4,8 +4,9 @@ Each stand-in is a small Python program on PATH that appends what it was called 
 environment variables the scripts set) to `<log>/<tool>.jsonl`, then does the least the script needs:
 
 * `srun` drops its own `--flags` and runs the command (so the step's torchrun runs);
-* `scontrol show hostnames` prints one node ($FAKE_NODE, default node-0); other calls are only recorded
-  (`requeue`);
+* `scontrol show hostnames` prints one node ($FAKE_NODE, default node-0); `scontrol show job -o ID` a
+  one-line record whose Command= is $FAKE_COMMAND (`(null)` without it: a script sbatch read from stdin);
+  other calls are only recorded (`requeue`);
 * `neuron_parallel_compile` runs its command with NEURON_EXTRACT_GRAPHS_ONLY=1, as the real tool does
   (exit $FAKE_COMPILE_RC instead, when set);
 * `torchrun` (replaced by a real one with `job_sandbox(root, torchrun=<path>)`) plays the training
@@ -53,6 +54,9 @@ os.execvp(command[0], command)
     "scontrol": _RECORD + """
 if sys.argv[1:3] == ["show", "hostnames"]:
     print(os.environ.get("FAKE_NODE", "node-0"))
+if sys.argv[1:3] == ["show", "job"]:
+    print(f"JobId={sys.argv[-1]} JobName=train UserId=u(1000) JobState=RUNNING "
+          f"Command={os.environ.get('FAKE_COMMAND', '(null)')} WorkDir=/tmp")
 """,
     "neuron_parallel_compile": _RECORD + """
 if os.environ.get("FAKE_COMPILE_RC"):
@@ -103,21 +107,28 @@ class JobSandbox:
     def shared(self) -> Path:
         return self.root / "shared"
 
-    def target(self, target: JobTarget) -> JobTarget:
-        """`target` with /shared (images, compile cache) moved into the sandbox."""
-        return dataclasses.replace(target, shared_root=str(self.shared))
+    @property
+    def checkpoint_root(self) -> Path:
+        """The stand-in /shared/checkpoints (made like the real one, mode 1777)."""
+        return self.shared / "checkpoints"
 
-    def env(self, **overrides: str) -> dict[str, str]:
-        """A two-node allocation of job 42, first run; `overrides` add or replace variables."""
+    def target(self, target: JobTarget) -> JobTarget:
+        """`target` with /shared (images, compile cache, checkpoints) moved into the sandbox."""
+        return dataclasses.replace(target, shared_root=str(self.shared), checkpoint_root=str(self.checkpoint_root))
+
+    def env(self, unset: tuple[str, ...] = (), **overrides: str) -> dict[str, str]:
+        """A two-node allocation of job 42, first run, checkpointing to `checkpoints`; `overrides` add or
+        replace variables, `unset` removes them (SLURM_EKS_CHECKPOINT_DIR: the script's own default)."""
         inherited = {k: v for k, v in os.environ.items() if k not in CLEARED_ENV}
         path = ":".join(str(p) for p in (self.bin, self.tools) if p)
-        return {**inherited, "PATH": f"{path}:{os.environ['PATH']}", "STUB_LOG": str(self.log),
-                "SLURM_EKS_CHECKPOINT_DIR": str(self.checkpoints), "SLURM_JOB_ID": "42",
-                "SLURM_JOB_NAME": "train", "SLURM_JOB_NODELIST": "node-[0-1]", "SLURM_NNODES": "2",
-                "SLURM_RESTART_COUNT": "0", **overrides}
+        env = {**inherited, "PATH": f"{path}:{os.environ['PATH']}", "STUB_LOG": str(self.log),
+               "SLURM_EKS_CHECKPOINT_DIR": str(self.checkpoints), "SLURM_JOB_ID": "42",
+               "SLURM_JOB_NAME": "train", "SLURM_JOB_NODELIST": "node-[0-1]", "SLURM_NNODES": "2",
+               "SLURM_RESTART_COUNT": "0", **overrides}
+        return {k: v for k, v in env.items() if k not in unset}
 
-    def run(self, script: Path, **overrides: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["bash", str(script)], cwd=self.root, env=self.env(**overrides),
+    def run(self, script: Path, unset: tuple[str, ...] = (), **overrides: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", str(script)], cwd=self.root, env=self.env(unset, **overrides),
                               capture_output=True, text=True, timeout=120)
 
     def calls(self, tool: str) -> list[dict]:
@@ -130,8 +141,9 @@ def job_sandbox(root: Path, torchrun: Path | None = None) -> JobSandbox:
     """Make the sandbox under `root`; with `torchrun` (e.g. .venv-xla/bin/torchrun) that real torchrun runs
     the steps instead of the stand-in."""
     sandbox = JobSandbox(root, torchrun.parent if torchrun else None)
-    for directory in (sandbox.bin, sandbox.log, sandbox.checkpoints, sandbox.shared):
+    for directory in (sandbox.bin, sandbox.log, sandbox.checkpoints, sandbox.shared, sandbox.checkpoint_root):
         directory.mkdir(parents=True, exist_ok=True)
+    sandbox.checkpoint_root.chmod(0o1777)
     for name, body in STANDINS.items():
         if name == "torchrun" and torchrun:
             continue

@@ -17,6 +17,7 @@ from components.stackfile import load_stack
 from jobs.render import (
     SLURM_KILL_WAIT_S,
     TORCHRUN_SHUTDOWN_TIMEOUT_S,
+    JobTarget,
     RenderError,
     SignalLead,
     checkpoint_signal_lead,
@@ -26,7 +27,9 @@ from jobs.render import (
     precompile_key,
     render_image_pull,
     render_job,
+    signal_lead,
     slurm_time_seconds,
+    stop_wait,
     target_for_partition,
 )
 from scripts.cli.main import app
@@ -71,10 +74,10 @@ def test_local_target_renders_shellcheck_clean(tmp_path: Path) -> None:
 def test_h100_script_has_gpus_efa_and_the_requeue_trap() -> None:
     script = _render("prod", "gpu-h100", nodes=4, time="2-00:00:00")
     for line in ("#SBATCH --partition=gpu-h100", "#SBATCH --nodes=4", "#SBATCH --ntasks-per-node=1",
-                 "#SBATCH --gpus-per-node=8", "#SBATCH --cpus-per-task=192", "#SBATCH --mem=0",
+                 "#SBATCH --gpus-per-node=8", "#SBATCH --cpus-per-task=190", "#SBATCH --mem=0",  # the pod's 190
                  "#SBATCH --exclusive", "#SBATCH --time=2-00:00:00", "#SBATCH --requeue",
                  "#SBATCH --signal=B:USR2@300", "#SBATCH --open-mode=append",
-                 "#SBATCH --output=/shared/logs/%x-%j.out", "set -euo pipefail",
+                 "#SBATCH --output=/shared/logs/%u/%x-%j.out", "set -euo pipefail",
                  'export NCCL_SOCKET_IFNAME="^docker,lo,veth"', "trap on_usr2 USR2",
                  'scontrol requeue "${SLURM_JOB_ID}"', "--nproc-per-node=8", "--rdzv-backend=c10d"):
         assert line in script, line
@@ -215,7 +218,7 @@ def test_the_lead_fits_the_final_checkpoint_at_the_stacks_fsx_throughput() -> No
     assert lead.seconds == 300 + math.ceil(2 * 1120 * 1000 / (250 * 4800 / 1024)) == 2212
     assert lead.formula == "300 s + 2 x 1120 GB / 1172 MB/s (FSx baseline) = 2212 s"
     script = render_job(target, ENTRY, time="7-00:00:00", lead=lead)
-    assert "#SBATCH --signal=B:USR2@2212\n# Signal lead for the final checkpoint (--checkpoint-gb): 300 s" in script
+    assert "#SBATCH --signal=B:USR2@2212\n# Signal lead (stop, then write the final checkpoint): 300 s" in script
     assert checkpoint_signal_lead(target, 0.1).seconds == 301  # never below the default
 
 
@@ -261,6 +264,63 @@ def test_render_command_prints_the_lead_formula_and_refuses_two_leads() -> None:
     assert both.exit_code == 2
     assert "--signal-lead 600 and --checkpoint-gb 10 both set the lead; give one of them" in both.output
     assert "USR2@600" in _render_cli("-s", "prod", "-p", "gpu-h100", "--signal-lead", "600", "--", "x.py").output
+
+
+# --- the signal lead covers the wait for the ranks' stop agreement ------------------------------------------
+
+def _h100() -> JobTarget:
+    config, _ = load_stack("prod")
+    return target_for_partition(config, "prod", "gpu-h100", image=IMAGE)
+
+
+@pytest.mark.parametrize(("entry", "step", "wait"), [
+    (["jobs/train.py", "--stop-check-every", "10"], 30, 300),  # fixed: 10 steps x 30 s
+    (["jobs/train.py", "--stop-check-every=4"], 213, 852),
+    (["jobs/train.py"], 213, 213),  # time-based: one step, when a step is over 10 s
+    (["jobs/train.py"], 2.5, 10),  # time-based: about every 10 s
+    (["jobs/recipes/hf_finetune.py", "--bf16"], 40, 40),  # the recipe's default: every optimizer step
+])
+def test_a_signal_lead_must_cover_the_wait_to_the_boundary(entry: list[str], step: float, wait: int) -> None:
+    target = _h100()
+    assert math.ceil(stop_wait(entry, step).seconds) == wait
+    assert signal_lead(target, entry, wait, step_seconds=step).seconds == wait  # exactly the wait: taken
+    with pytest.raises(RenderError) as refused:
+        signal_lead(target, entry, wait - 1, step_seconds=step)
+    message = str(refused.value)
+    assert message.startswith(f"--signal-lead {wait - 1} cannot cover the wait for the ranks to agree on a stop, "
+                              f"{wait} s (")
+    assert f"--step-seconds {step:g}" in message and f"give --signal-lead of at least {wait} s" in message
+    assert ("drop --stop-check-every" in message) == ("--stop-check-every" in " ".join(entry))
+    assert ("--stop-check-every" in message) == ("--stop-check-every" in " ".join(entry))
+    assert signal_lead(target, entry, 65535).seconds == 65535  # without --step-seconds nothing is known
+
+
+def test_the_70b_example_stop_check_every_10_steps_needs_a_lead_of_its_own() -> None:
+    """10 steps at 213 s between stop checks: a 300 s lead ends in TIMEOUT, so render refuses it; sized from the
+    step and the checkpoint, the lead is the wait, the default margin and the write."""
+    target, entry = _h100(), ["jobs/train.py", "--model", "llama3-70b", "--stop-check-every", "10"]
+    with pytest.raises(RenderError, match=r"^--signal-lead 300 cannot cover .* 2130 s \(10 steps x 213 s: "
+                       r"--stop-check-every 10, --step-seconds 213\)"):
+        signal_lead(target, entry, 300, step_seconds=213)
+    write = math.ceil(2 * 847 * 1000 / (250 * 4800 / 1024))
+    assert signal_lead(target, entry, checkpoint_gb=847, step_seconds=213).seconds == 2130 + 300 + write == 3876
+    # The default, time-based checks: one step to wait.
+    lead = signal_lead(target, entry[:-2], checkpoint_gb=847, step_seconds=213)
+    assert lead.seconds == 213 + 300 + write == 1959
+    assert lead.formula.startswith("213 s to agree on the stop (one step: --step-seconds 213")
+    assert signal_lead(target, entry[:-2]) == SignalLead(300)  # nothing known: the default, as before
+
+
+def test_render_command_refuses_a_lead_shorter_than_the_stop_wait() -> None:
+    refused = _render_cli("-s", "prod", "-p", "gpu-h100", "--step-seconds", "213", "--signal-lead", "300", "--",
+                          "jobs/train.py", "--stop-check-every", "10")
+    assert refused.exit_code == 2 and "--signal-lead 300 cannot cover" in refused.output
+    sized = CliRunner().invoke(app, ["job", "render", "-s", "prod", "-p", "gpu-h100", "--step-seconds", "213",
+                                     "--", "jobs/train.py"], env={"NO_COLOR": "1"})
+    assert sized.exit_code == 0, sized.output
+    assert "#SBATCH --signal=B:USR2@513" in sized.stdout
+    bad = _render_cli("-s", "prod", "-p", "gpu-h100", "--step-seconds", "0", "--", "jobs/train.py")
+    assert bad.exit_code == 2 and "--step-seconds 0 is not a duration" in bad.output
 
 
 # --- stopping: torchrun's grace period --------------------------------------------------------------------

@@ -4,6 +4,9 @@ the image imported once into /shared, and the Neuron precompile that runs once p
 
 from __future__ import annotations
 
+import os
+import pwd
+import stat
 import subprocess
 from pathlib import Path
 
@@ -73,6 +76,77 @@ def test_the_step_runs_from_the_imported_file_with_shared_mounted_and_the_submit
     assert image.file.endswith("/images/registry.example.com+train+1.0.sqsh")
     (torchrun,) = sandbox.calls("torchrun")
     assert "--nproc-per-node=8" in torchrun["argv"] and torchrun["argv"][-1] == "jobs/train.py"
+
+
+# --- checkpoints: a private directory per user and job -------------------------------------------------
+
+DEFAULT_DIR = ("SLURM_EKS_CHECKPOINT_DIR",)  # unset: the script's own default
+
+
+def checkpoint_dirs(sandbox: JobSandbox) -> list[str]:
+    """SLURM_EKS_CHECKPOINT_DIR as each training step saw it."""
+    return [c["env"]["SLURM_EKS_CHECKPOINT_DIR"] for c in sandbox.calls("torchrun")]
+
+
+def test_each_job_checkpoints_in_a_directory_of_its_own_that_only_its_user_can_enter(
+        sandbox: JobSandbox, h100: Path) -> None:
+    mine = sandbox.checkpoint_root / pwd.getpwuid(os.getuid()).pw_name
+    first = sandbox.run(h100, unset=DEFAULT_DIR, FAKE_OUTCOME="preempted")
+    assert first.returncode == 0, first.stderr
+    # A second job of the same name does not resume the first one's run: a directory of its own.
+    second = sandbox.run(h100, unset=DEFAULT_DIR, SLURM_JOB_ID="43")
+    assert second.returncode == 0, second.stderr
+    assert checkpoint_dirs(sandbox) == [str(mine / "train-42"), str(mine / "train-43")]
+    assert (mine / "train-42" / "PREEMPTED").exists() and not (mine / "train-43" / "PREEMPTED").exists()
+    for path in (mine, mine / "train-42", mine / "train-43"):  # whatever the umask
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
+
+
+def test_a_requeued_job_resumes_in_the_same_directory(sandbox: JobSandbox, h100: Path) -> None:
+    assert sandbox.run(h100, unset=DEFAULT_DIR, FAKE_OUTCOME="preempted").returncode == 0
+    assert sandbox.run(h100, unset=DEFAULT_DIR, SLURM_RESTART_COUNT="1").returncode == 0
+    first, requeued = checkpoint_dirs(sandbox)
+    assert first == requeued and first.endswith("/train-42")
+
+
+@pytest.mark.parametrize("squatted", ["symlink", "file"])
+def test_a_user_directory_that_is_not_yours_is_refused(sandbox: JobSandbox, h100: Path, squatted: str) -> None:
+    mine = sandbox.checkpoint_root / pwd.getpwuid(os.getuid()).pw_name
+    elsewhere = sandbox.root / "elsewhere"
+    elsewhere.mkdir()
+    if squatted == "symlink":  # someone's link into a directory they can read
+        mine.symlink_to(elsewhere)
+    else:
+        mine.write_text("")
+    result = sandbox.run(h100, unset=DEFAULT_DIR)
+    assert result.returncode == 1 and f"{mine} is not a directory of yours" in result.stderr
+    assert sandbox.calls("torchrun") == [] and list(elsewhere.iterdir()) == []
+
+
+def test_without_the_shared_checkpoint_directory_the_script_says_how_to_make_it(
+        sandbox: JobSandbox, h100: Path) -> None:
+    sandbox.checkpoint_root.rmdir()
+    result = sandbox.run(h100, unset=DEFAULT_DIR)
+    assert result.returncode == 1 and f"install -d -m 1777 {sandbox.checkpoint_root}" in result.stderr
+
+
+def test_the_last_requeue_says_exactly_how_to_continue_and_that_command_resumes(
+        sandbox: JobSandbox, h100: Path) -> None:
+    used_up = sandbox.run(h100, unset=DEFAULT_DIR, FAKE_OUTCOME="preempted", SLURM_RESTART_COUNT="3",
+                          FAKE_COMMAND=str(h100))
+    directory = sandbox.checkpoint_root / pwd.getpwuid(os.getuid()).pw_name / "train-42"
+    command = f"sbatch --export=ALL,SLURM_EKS_CHECKPOINT_DIR={directory} {h100}"
+    assert used_up.returncode == 1
+    assert used_up.stderr.strip().endswith(
+        f"checkpoint saved in {directory}, but 3 requeues are used up; to continue from it: {command}")
+    # That command: a new job (id, restart count) with the variable set, so the same directory.
+    assert sandbox.run(h100, SLURM_EKS_CHECKPOINT_DIR=str(directory), SLURM_JOB_ID="77").returncode == 0
+    assert checkpoint_dirs(sandbox) == [str(directory)] * 2
+    # A crashed run says the same; a script sbatch read from stdin has no file to name.
+    crashed = sandbox.run(h100, FAKE_OUTCOME="crash", FAKE_RC="5")
+    assert crashed.stderr.strip().endswith(
+        f"kept in {sandbox.checkpoints}; to continue from it: "
+        f"sbatch --export=ALL,SLURM_EKS_CHECKPOINT_DIR={sandbox.checkpoints} <this job script>")
 
 
 # --- images: imported once ----------------------------------------------------------------------------

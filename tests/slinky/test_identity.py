@@ -230,3 +230,21 @@ def test_root_logs_in_only_when_the_stack_lists_root_keys() -> None:
     spec = loginset_spec(config, "10.0.0.0/16", "partitions")
     assert spec["rootSshAuthorizedKeys"] == f"{ROOT_KEY}\n"
     assert spec["extraSshdConfig"].startswith("PermitRootLogin prohibit-password\n")
+
+
+def test_each_person_gets_private_log_and_checkpoint_directories(pod: dict[str, Path], people: Identity) -> None:
+    """The job scripts write output to /shared/logs/<user> and checkpoints under /shared/checkpoints/<user>:
+    made here for each declared person, 0700 and theirs; the parents sticky and open, root's."""
+    squatted = pod["root"] / "shared" / "logs" / "alice"
+    squatted.parent.mkdir(parents=True)
+    squatted.symlink_to("/tmp")  # someone's link where alice's directory goes
+    result = setup(pod)
+    assert result.returncode != 0 and "logs/alice is not a directory" in result.stderr
+    squatted.unlink()
+    assert setup(pod).returncode == 0
+    for parent in ("logs", "checkpoints"):
+        info = (pod["root"] / "shared" / parent).stat()
+        assert (stat.S_IMODE(info.st_mode), info.st_uid) == (0o1777, 0)
+        for name, person in people.users.items():
+            own = (pod["root"] / "shared" / parent / name).stat()
+            assert (stat.S_IMODE(own.st_mode), own.st_uid) == (0o700, person.uid), (parent, name)

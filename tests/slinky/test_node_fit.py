@@ -16,7 +16,8 @@ import pytest
 
 from components import catalog
 from components.config import ClusterConfig
-from components.slinky.specs import DAEMONSET_REQUESTS, nodeset_spec, slurmd_resources
+from components.slinky.sizing import DAEMONSET_REQUESTS, slurm_cpus, slurmd_resources
+from components.slinky.specs import nodeset_spec
 from scripts.checks.eviction import MIB, qos_class, quantity, slinky_pod
 from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config
@@ -116,8 +117,7 @@ def slurm_schedulable(nodeset: dict[str, Any], instance: catalog.InstanceType, r
     limits = nodeset["spec"]["slurmd"]["resources"]["limits"]
     pod_cpus = math.ceil(quantity(limits["cpu"])) if "cpu" in limits else 0
     pod_memory = int(quantity(limits["memory"]) // MIB) if "memory" in limits else 0
-    threads = catalog.THREADS_PER_CORE
-    cores = instance.vcpu // threads
+    threads, cores = instance.threads_per_core, instance.cpu_cores
     core_spec = max(cores - pod_cpus // threads, 0) if pod_cpus else 0
     mem_spec = max(real_memory_mib - pod_memory, 0) if pod_memory else 0
     return (cores - core_spec) * threads, real_memory_mib - mem_spec
@@ -141,6 +141,8 @@ def test_slurm_schedules_no_more_than_the_pod_has(stack: tuple[Plan, ClusterConf
                 cpus, memory = slurm_schedulable(nodeset, instance, real_memory)
                 assert memory * MIB <= quantity(limits.get("memory", "0")), (name, instance_type)
                 assert cpus == quantity(limits.get("cpu", "0")), (name, instance_type)  # every CPU, no more
+                # components/slinky/sizing.py says the same, and the job renderer asks for exactly that.
+                assert cpus == slurm_cpus(config.partitions[name]), (name, instance_type)
 
 
 def test_an_unsized_slurmd_lets_slurm_schedule_the_whole_host() -> None:

@@ -1,7 +1,7 @@
 """The slurm.conf and cgroup.conf we add for a shared GPU cluster: jobs bound to and fenced into what they were
 given, GPUs in accounting; nothing the operator writes itself; every key and value one Slurm 25.11 takes;
-and the slurm.conf accepted by a real Slurm parser (Debian's 22.05 `scontrol`, which reads slurm.conf before
-it does anything else)."""
+and the slurm.conf accepted by a real Slurm parser (the `scontrol` of Slurm 25.11 built by `make slurm`, which
+reads slurm.conf before it does anything else)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from components.slinky import slurm_conf
 from scripts.offline.plan_model import Plan
-from tests.conftest import require_tool, unavailable
+from tests.conftest import require_slurm
 from tests.plan.fixtures import shipped_plan
 from tests.slinky.helpers import config_of, objects, plan_of, trainium_only, variant
 
@@ -57,6 +57,8 @@ SLURM_CONF_25_11: dict[str, frozenset[str] | None] = {
     "HealthCheckNodeState": frozenset({"ALLOC", "ANY", "CYCLE", "IDLE", "NONDRAINED_IDLE", "MIXED", "START_ONLY"}),
     "PrologFlags": frozenset({"Alloc", "Contain", "DeferBatch", "NoHold", "ForceRequeueOnFail", "RunInJob",
                               "Serial"}),
+    # srun's listening ports (components/slinky/slurm_conf.py SRUN_PORT_RANGE): "<min>-<max>".
+    "SrunPortRange": None,
     # The flag options (options taking `=value` left out: we set none).
     "SchedulerParameters": frozenset({
         "allow_zero_lic", "assoc_limit_stop", "bf_allow_magnetic_slot", "bf_busy_nodes", "bf_continue",
@@ -142,16 +144,12 @@ def _parses(conf_dir: Path, text: str) -> subprocess.CompletedProcess[str]:
     before its command, and `show hostnames` needs no daemon."""
     path = conf_dir / "slurm.conf"
     path.write_text(text)
-    return subprocess.run([require_tool("scontrol", "apt-get install slurm-client"), "show", "hostnames", "n1"],
+    return subprocess.run([str(require_slurm() / "bin" / "scontrol"), "show", "hostnames", "n1"],
                           env={**os.environ, "SLURM_CONF": str(path)}, capture_output=True, text=True, timeout=30)
 
 
 def _plugin_dir() -> Path:
-    found = [p.parent for pattern in ("/usr/lib/*/slurm-wlm/task_cgroup.so", "/usr/lib*/slurm/task_cgroup.so")
-             for p in Path("/").glob(pattern.lstrip("/"))]
-    if not found:
-        unavailable("no Slurm plugin directory (task_cgroup.so): apt-get install slurm-wlm-basic-plugins")
-    return found[0]
+    return require_slurm() / "lib" / "slurm"
 
 
 def test_slurms_parser_accepts_it(plan: Plan, tmp_path: Path) -> None:
@@ -196,3 +194,14 @@ def test_a_stack_with_accounts_gets_fair_share_and_enforced_limits(tmp_path: Pat
     result = _parses(tmp_path, base + partition + slurm_conf.lines(conf))
     assert result.returncode == 0, result.stderr
     assert _parses(tmp_path, base + "AccountingStorageEnforce=nonsense\n").returncode != 0
+
+
+def test_srun_listens_on_one_range_outside_the_kernels_ephemeral_ports(plan: Plan) -> None:
+    """SrunPortRange pins srun's ports so NetworkPolicies can admit them (components/network_policies.py opens
+    the same constant); outside Linux's default ip_local_port_range (32768-60999) no outgoing connection holds
+    them, and clear of Slurm's daemons' ports."""
+    low, high = (int(p) for p in controller_conf(plan)["SrunPortRange"].split("-"))
+    assert (low, high) == slurm_conf.SRUN_PORT_RANGE
+    assert 60999 < low < high <= 65535 and not low <= 6817 <= high
+    # Room for 1000 sruns that make their own allocation (4 ports each, slurm.conf(5) SrunPortRange).
+    assert high - low + 1 >= 4 * 1000

@@ -99,6 +99,8 @@ def test_removals_come_last_users_then_children_then_qos() -> None:
         ("remove", "account", "team-a"), ("remove", "account", "team-b"), ("remove", "account", "research"),
         ("remove", "qos", "team-a"), ("remove", "qos", "team-b")]
     assert changes[0].args == ("remove", "user", "where", "name=alice", "account=team-a", f"cluster={CLUSTER}")
+    # bob's default account (team-b) goes last: see test_a_user_leaving_every_account_leaves_the_default_last.
+    assert [c.args[4] for c in changes[1:3]] == ["account=team-a", "account=team-b"]
     assert changes[3].args == ("remove", "account", "where", "name=team-a", f"cluster={CLUSTER}")
     assert changes[-1].args == ("remove", "qos", "where", "name=team-b")
 
@@ -109,6 +111,34 @@ def test_a_user_gets_the_new_default_before_leaving_the_old_one() -> None:
     assert texts(plan(moved, before)) == ["+ user bob: account team-b",
                                           "~ user bob: DefaultAccount team-a -> team-b",
                                           "- user bob: account team-a"]
+
+
+def test_a_user_leaving_every_account_leaves_the_default_last() -> None:
+    """slurmdbd (from 23.11 on) refuses `remove user ... account=<default>` while the user keeps another
+    association ("You can not remove the default account of a user"): the default association goes last,
+    whatever the names' order (current.py reads a user's accounts sorted)."""
+    teams = document(accounts={"team-a": {}, "team-b": {}})
+    for default in ("team-a", "team-b"):
+        before = applied(document(accounts={"team-a": {}, "team-b": {}},
+                                  users={"bob": {"Accounts": ["team-a", "team-b"], "DefaultAccount": default}}))
+        before.users["bob"] = User("bob", ("team-a", "team-b"), default)
+        other = "team-b" if default == "team-a" else "team-a"
+        assert texts(plan(teams, before)) == [f"- user bob: account {other}", f"- user bob: account {default}"]
+
+
+def test_a_user_the_stack_drops_moves_its_default_to_an_account_it_keeps() -> None:
+    """bob also belongs to an account made by hand: the stack's accounts go, his default moves to that one."""
+    before = applied(document(accounts={"team-a": {}}, users={"bob": {"Accounts": ["team-a"]}}))
+    before.accounts["ops"] = Account("ops", "made by hand")
+    before.users["bob"] = User("bob", ("ops", "team-a"), "team-a")
+    changes = plan(document(), before)
+    assert texts(changes) == ["~ user bob: DefaultAccount team-a -> ops", "- user bob: account team-a",
+                              "- account team-a"]
+    assert changes[0].args == ("modify", "user", "where", "name=bob", f"cluster={CLUSTER}", "set",
+                               "DefaultAccount=ops")
+    after = State(CLUSTER, before.qos, {k: v for k, v in before.accounts.items() if k != "team-a"},
+                  {**before.users, "bob": User("bob", ("ops",), "ops")})
+    assert plan(document(), after) == []
 
 
 def test_slurms_own_and_unmanaged_objects_are_never_touched() -> None:

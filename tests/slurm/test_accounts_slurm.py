@@ -1,12 +1,11 @@
-"""The accounts reconcile on the real local Slurm (Debian's 22.05.8: slurmdbd on MariaDB, sacctmgr, slurmctld):
-a stack with two teams and three real Linux users, applied with the real sacctmgr, then jobs submitted as
-those users.
+"""The accounts reconcile on the real local Slurm (25.11, the version the cluster runs, built from source:
+slurmdbd on MariaDB, sacctmgr, slurmctld): a stack with two teams and three real Linux users, applied with the
+real sacctmgr, then jobs submitted as those users.
 
 The local cluster runs with the slurm.conf lines the product generates for a stack with accounts
 (components/slinky/slurm_conf.py `accounting_conf`: priority/multifactor with the stack's weights, and
 AccountingStorageEnforce=associations,limits,qos,safe), and one partition with the stack's `AllowAccounts=`
-(`partition_conf`). Not shown here: the in-cluster Job's sackd and auth/slurm (the local cluster uses munge),
-and Slurm 25.11 itself: the sacctmgr fields and values used are the same in both (slurm/accounts/current.py).
+(`partition_conf`). Not shown here: the in-cluster Job's sackd and auth/slurm (the local cluster uses munge).
 """
 
 from __future__ import annotations
@@ -101,7 +100,9 @@ def config() -> ClusterConfig:
 
 
 @pytest.fixture(scope="module")
-def cluster(local_slurm: ClusterStatus, config: ClusterConfig) -> Iterator[SettingsCluster]:
+def cluster(local_slurm: ClusterStatus, config: ClusterConfig, linux_users: list[str]) -> Iterator[SettingsCluster]:
+    """The stack's settings; slurmctld restarts after the Linux users exist, so associations left in slurmdbd by an
+    interrupted run get their UIDs as it starts (see `applied`)."""
     settings = [f"{key}={value}" for key, value in slurm_conf.accounting_conf(config).items()]
     node = detect_node().name
     settings.append(f"PartitionName={LIMITED} Nodes={node} {slurm_conf.partition_conf(LIMITED, config)}")
@@ -197,11 +198,20 @@ def test_a_job_over_its_qos_gpus_pends_while_another_teams_runs(no_jobs: None) -
 
 def test_a_partition_takes_only_its_accounts(no_jobs: None) -> None:
     wait(submit("sek-carol", f"--partition={LIMITED}", "--wrap=true"), lambda job: job.finished, "ran")
-    # Another team's job is queued (EnforcePartLimits is unset) but never runs there.
-    refused = submit("sek-alice", f"--partition={LIMITED}", "--wrap=true")
+    # A job of another account is queued (EnforcePartLimits is unset: docs/nodes.md, scale from zero needs it
+    # so) but never runs there, though the node is idle. bob is in both teams: his default account's job waits,
+    # the same job under the partition's account runs. Slurm 25.11 gives the reason `PartitionConfig` and no
+    # text: part_policy_valid_acct (src/slurmctld/partition_mgr.c, slurm-25-11-7-1) returns
+    # ESLURM_INVALID_ACCOUNT without the "Job's account not permitted to use this partition" state_desc 22.05
+    # wrote; job_limits_check (src/slurmctld/job_mgr.c, via _part_access_check) and select_nodes
+    # (src/slurmctld/node_scheduler.c, then _select_nodes_parts in job_mgr.c) record it as WAIT_PART_CONFIG.
+    refused = submit("sek-bob", f"--partition={LIMITED}", "--wrap=true")
     wait(refused, lambda job: job.reason == "PartitionConfig", "was held back by the partition")
-    assert "account not permitted to use this partition" in run(
-        "squeue", "--noheader", f"--jobs={refused}", "--format=%T %r")
+    assert run("squeue", "--noheader", f"--jobs={refused}", "--format=%T %a %r").split() == [
+        "PENDING", "sek-a", "PartitionConfig"]
+    allowed = submit("sek-bob", f"--partition={LIMITED}", "--account=sek-b", "--wrap=true")
+    wait(allowed, lambda job: job.finished, "ran")
+    assert client.status(refused, BACKEND).state == "PENDING"
 
 
 def test_the_team_that_used_the_cluster_gets_the_lower_fair_share(cluster: SettingsCluster, no_jobs: None) -> None:

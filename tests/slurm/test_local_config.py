@@ -58,6 +58,19 @@ def test_slurm_conf(tmp_path: Path) -> None:
     assert all(str(tmp_path) in value for key, value in values.items() if key.endswith(("File", "Dir")))
 
 
+@pytest.mark.parametrize("debian", [True, False])
+def test_dynamic_nodes_get_treewidth_only_from_debians_22_05(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, debian: bool
+) -> None:
+    """22.05 needs TreeWidth=65533 for dynamic nodes; the 25.11 build does not, and Slinky does not set it."""
+    monkeypatch.setattr(config, "debian_slurm", lambda: debian)
+    dynamic = config.DynamicNodes(("NodeSet=gpu Feature=gpu",), gpus=4)
+    values = settings(config.render_slurm_conf(StateLayout(tmp_path), NODE, dynamic))
+    assert values["MaxNodeCount"] == str(config.MAX_NODE_COUNT) and values["NodeSet"] == "gpu Feature=gpu"
+    assert ("TreeWidth" in values) is debian
+    assert "TreeWidth" not in settings(config.render_slurm_conf(StateLayout(tmp_path), NODE))
+
+
 def test_gres_and_slurmdbd_conf(tmp_path: Path) -> None:
     layout = StateLayout(tmp_path)
     gres = config.render_gres_conf(layout, NODE)

@@ -13,7 +13,8 @@ from slurm.local.errors import LocalSlurmError
 
 @pytest.fixture
 def apt(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Root, apt-get present, slurm-wlm and munge missing until apt-get install has run."""
+    """Root, apt-get present, no Slurm built from source, slurm-wlm and munge missing until apt-get install has
+    run."""
     commands: list[list[str]] = []
     installed = {"mariadbd", "slurmdbd", "apt-get"}
 
@@ -27,6 +28,7 @@ def apt(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         return subprocess.CompletedProcess(command, 0, "", "")
 
     monkeypatch.setattr(packages.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(packages.installation, "slurm_prefix", lambda: None)
     monkeypatch.setattr(packages.shutil, "which", which)
     monkeypatch.setattr(packages.subprocess, "run", run)
     return commands
@@ -82,3 +84,11 @@ def test_local_up_prints_the_steps_as_they_happen(monkeypatch: pytest.MonkeyPatc
     assert result.exit_code == 0, result.output
     assert "installing slurm-wlm, munge (apt-get" in result.output
     assert "installed slurm-wlm, munge in 42 s" in result.output
+
+
+def test_a_source_build_of_slurm_needs_no_slurm_package(apt: list[list[str]], monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: object) -> None:
+    """With Slurm 25.11 built (make slurm), only munge is missing here: Debian's Slurm is never installed."""
+    monkeypatch.setattr(packages.installation, "slurm_prefix", lambda: tmp_path)
+    assert packages.missing_packages() == ["munge"]
+    assert packages.ensure_installed() == ["munge"]

@@ -21,7 +21,7 @@ def system_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A stand-in for /etc/slurm."""
     directory = tmp_path / "etc-slurm"
     directory.mkdir()
-    monkeypatch.setattr(config, "SYSTEM_CONF_DIR", directory)
+    monkeypatch.setattr(config, "conf_dir", lambda: directory)
     return directory
 
 

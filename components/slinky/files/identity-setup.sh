@@ -2,7 +2,9 @@
 # Adds the people declared in the stack (`slurm.identity.users`) to a Slurm pod before its daemons start.
 # An init container runs it in the pod's own image (components/slinky/identity.py); the daemon's container
 # then mounts what it wrote: etc/passwd, etc/group and etc/shadow (each begun as a copy of the image's) and,
-# on the login pod, etc/ssh/authorized_keys/<user>. On the login pod it also creates missing homes.
+# on the login pod, etc/ssh/authorized_keys/<user>. On the login pod it also creates missing homes, and each
+# person's private directories for job output and checkpoints on /shared (the job scripts write there:
+# jobs/templates/base.sbatch.j2): nobody else may read a person's logs or touch their checkpoints.
 #
 # Environment:
 #   IDENTITY_SOURCE  the identity ConfigMap's directory: passwd, group and shadow lines, <user>.keys
@@ -10,6 +12,7 @@
 #   IDENTITY_SEED    the image's /etc: a missing $IDENTITY_ROOT/etc/<file> begins as its copy when readable
 #                    (slurmctld and slurmrestd run as non-root users, who cannot read shadow: they get none)
 #   IDENTITY_LOGIN   1 on the login pod: install keys and create homes (the pod mounts /shared under the root)
+#   IDENTITY_SHARED  on the login pod, where /shared is seen under the root (default /shared)
 #
 # Existing entries are never changed. A declared name already there with another ID, or a declared ID already
 # used by another name, stops the pod: a person must have the same UID on every pod.
@@ -95,4 +98,25 @@ while IFS=: read -r name _ uid gid _ home _; do
     mkdir -m 0700 "$root$home"
     chown "$uid:$gid" "$root$home"
   fi
+done <"$src/passwd"
+
+# /shared/logs and /shared/checkpoints: sticky and open, so a person the stack does not declare (a directory
+# user) can make their own there and nobody can remove another's; each declared person's made here, private.
+shared=$root${IDENTITY_SHARED:-/shared}
+for dir in logs checkpoints; do
+  mkdir -p "$shared/$dir"
+  chown 0:0 "$shared/$dir"
+  chmod 1777 "$shared/$dir"
+done
+while IFS=: read -r name _ uid gid _; do
+  [ -n "$name" ] || continue
+  for dir in logs checkpoints; do
+    own=$shared/$dir/$name
+    if [ -L "$own" ] || { [ -e "$own" ] && [ ! -d "$own" ]; }; then
+      fail "$own is not a directory: remove it so that $name's ${dir} can be made there"
+    fi
+    [ -d "$own" ] || mkdir -m 0700 "$own"
+    chown "$uid:$gid" "$own"
+    chmod 0700 "$own"
+  done
 done <"$src/passwd"

@@ -1,0 +1,103 @@
+"""The rest of a researcher's day on the twin: slurmctld's messages reach an `srun` inside a batch script (it runs
+in a slurmd pod, listening on SrunPortRange), a person cancels one step and the job goes on, another person can
+neither read the first's job output nor touch their checkpoints, and a slurmd pod taken away (Slinky's preStop
+hook, then the pod's end, as when Karpenter gives a node back) requeues the job that ran there."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from components.slinky.slurm_conf import SRUN_PORT_RANGE
+from scripts.twin.cluster import Twin
+from tests.twin.conftest import USERS
+from tests.twin.researcher import Researcher, admin, job_state, wait_for
+
+pytestmark = [pytest.mark.twin]
+
+STEP_SCRIPT = """#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --time=10
+srun --ntasks-per-node=1 sleep 600 &
+wait
+echo "first step ended"
+srun --ntasks-per-node=1 hostname
+echo "second step ran"
+"""
+# Someone the stack declares besides the researcher, in prod the same account (llm): still not their files.
+OTHERS = {"prod": "bob"}
+
+
+def steps_of(twin: Twin, job_id: int) -> list[str]:
+    out = admin(twin, f"squeue -h -s -j {job_id} -o %i").stdout.split()
+    return [s for s in out if not s.endswith((".batch", ".extern"))]
+
+
+def test_a_step_cancelled_alone_ends_and_the_job_goes_on(stack_twin: tuple[str, Twin]) -> None:
+    stack, twin = stack_twin
+    person = Researcher(twin, USERS[stack], stack)
+    partition = twin.nodesets[0]["metadata"]["name"]
+    person.sh(f"cat > steps.sbatch <<'EOF'\n{STEP_SCRIPT}EOF")
+    job = person.sbatch(f"{person.home}/steps.sbatch", partition, f"--partition={partition}",
+                        f"--output={person.home}/steps-%j.out")
+    log = twin.state / "claims" / "fsx-shared" / "home" / person.user / f"steps-{job.id}.out"
+    wait_for(twin, job, ("RUNNING",), 90, log)
+    deadline = time.monotonic() + 60
+    while not steps_of(twin, job.id) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert steps_of(twin, job.id) == [f"{job.id}.0"], f"{job.where}: its srun step never started"
+    person.sh(f"scancel {job.id}.0")
+    wait_for(twin, job, ("COMPLETED",), 120, log)
+    text = log.read_text()
+    assert "first step ended" in text and "second step ran" in text, f"{job.where}:\n{text}"
+    # slurmctld told the batch script's srun (in the first slurmd pod) that its step ended: a connection from
+    # slurmctld to a slurmd pod on a port of SrunPortRange, recorded there (test_journey_zflows checks that
+    # every recorded connection is one the policies admit and the deploy check knows).
+    controller = twin.network.links[twin.pod("controller").name].address
+    low, high = SRUN_PORT_RANGE
+    callbacks = [r for r in twin.recorded() if r.direction == "egress_new" and r.pod == twin.pod("controller").name
+                 and low <= r.port <= high]
+    assert callbacks, f"{job.where}: slurmctld ({controller}) never called back an srun in a batch step"
+
+
+def test_another_person_can_read_no_output_and_touch_no_checkpoint(stack_twin: tuple[str, Twin]) -> None:
+    stack, twin = stack_twin
+    if stack not in OTHERS:
+        pytest.skip(f"stack {stack} declares one person")
+    person, other = Researcher(twin, USERS[stack], stack), Researcher(twin, OTHERS[stack], stack)
+    logs = f"/shared/logs/{person.user}"
+    checkpoints = f"/shared/checkpoints/{person.user}"
+    person.sh(f"echo output > {logs}/probe.out && mkdir -p {checkpoints}/probe && echo weights > {checkpoints}/probe/w")
+    for attempt in (f"cat {logs}/*.out", f"ls {logs}", f"touch {checkpoints}/probe/STOP",
+                    f"echo poisoned > {checkpoints}/probe/w", f"rm -rf {checkpoints}/probe", f"mkdir {logs}/mine"):
+        result = other.sh(attempt, check=False)
+        assert result.returncode != 0, f"{stack}: {other.user} could `{attempt}` in {person.user}'s files"
+    assert person.sh(f"cat {checkpoints}/probe/w").stdout == "weights\n"
+    # Nor cancel or signal the person's jobs.
+    partition = twin.nodesets[0]["metadata"]["name"]
+    job = person.sbatch("--wrap=sleep 300", partition, f"--partition={partition}", "--output=/dev/null")
+    wait_for(twin, job, ("RUNNING", "PENDING"), 60)
+    other.sh(f"scancel {job.id}", check=False)
+    assert job_state(twin, job)[0] in ("RUNNING", "PENDING"), f"{job.where}: {other.user} cancelled it"
+    admin(twin, f"scancel {job.id}")
+
+
+def test_a_slurmd_pod_taken_away_requeues_its_job(stack_twin: tuple[str, Twin]) -> None:
+    stack, twin = stack_twin
+    person = Researcher(twin, USERS[stack], stack)
+    partition = twin.nodesets[0]["metadata"]["name"]
+    job = person.sbatch("--wrap=srun sleep 600", partition, f"--partition={partition}", "--nodes=1", "--requeue",
+                        "--time=20", "--output=/dev/null")
+    _state, _reason, node = wait_for(twin, job, ("RUNNING",), 90)
+    twin.delete_pod(node)
+    try:
+        state, reason, _nodes = wait_for(twin, job, ("PENDING", "RUNNING"), 90)
+        requeued = admin(twin, f"scontrol show job {job.id}").stdout
+        assert "Restarts=1" in requeued, f"{job.where}: not requeued when {node} went away ({state}, {reason})"
+    finally:
+        admin(twin, f"scancel {job.id}")
+        twin.restart_node(node)
+        admin(twin, f"scontrol update nodename={node} state=resume || true", timeout=30)
+        twin.wait_nodes([node], ("idle",))
