@@ -2,7 +2,7 @@
 
 SLURM_NAMESPACE = "slurm"
 # Where the Kubernetes-native jobs (RayCluster, MPIJob, Volcano Job from `slurm-eks k8s render`) run, on
-# `kubernetesPools`, with the same /shared and model claims as Slurm's pods (components/k8s_operators.py).
+# `kubernetesPools`, with the same /shared and model claims as Slurm's pods (components/addons/k8s_operators.py).
 ML_NAMESPACE = "ml"
 SHARED_PVC = "fsx-shared"  # the RWX claim on FSx for Lustre, in SLURM_NAMESPACE and every namespace mounting it
 SHARED_MOUNT = "/shared"  # where login and compute pods mount it

@@ -5,30 +5,30 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from components.autoscaling import Autoscaling, AutoscalingArgs
-from components.cluster import EksCluster, EksClusterArgs
-from components.config import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig
-from components.device_plugins import DevicePlugins, DevicePluginsArgs
-from components.efs import ModelStorage, ModelStorageArgs, efs_subnets
-from components.gitops import ArgoCd
-from components.handover import hand_over_to
-from components.jupyterhub import JupyterHubArgs, JupyterHubRelease
-from components.k8s_operators import K8sOperators, K8sOperatorsArgs
-from components.k8s_pools_config import NodeGroup
-from components.karpenter import Karpenter, KarpenterArgs
+from components.addons.gitops import ArgoCd
+from components.addons.handover import hand_over_to
+from components.addons.jupyterhub import JupyterHubArgs, JupyterHubRelease
+from components.addons.k8s_operators import K8sOperators, K8sOperatorsArgs
+from components.aws.eks import EksCluster, EksClusterArgs
+from components.aws.vpc import Network, NetworkArgs
+from components.compute.autoscaling import Autoscaling, AutoscalingArgs
+from components.compute.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.compute.karpenter import Karpenter, KarpenterArgs
+from components.compute.nodepools import PartitionNodes, PartitionNodesArgs, PoolNodes
+from components.config.cluster import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig
+from components.config.k8s_pools import NodeGroup
+from components.config.problems import ConfigError
+from components.config.validation import parse_cluster_config
+from components.lifecycle.node_repair import NodeRepair, NodeRepairArgs
 from components.names import SLURM_NAMESPACE
-from components.network import Network, NetworkArgs
-from components.node_repair import NodeRepair, NodeRepairArgs
-from components.nodepools import PartitionNodes, PartitionNodesArgs, PoolNodes
-from components.observability import Observability, ObservabilityArgs
-from components.observability_cloudwatch import GrafanaCloudWatch
-from components.problems import ConfigError
-from components.segmented_namespaces import Namespaces
+from components.observability.cloudwatch import GrafanaCloudWatch
+from components.observability.stack import Observability, ObservabilityArgs
+from components.segmentation.segmented_namespaces import Namespaces
 from components.slinky.cluster import SlurmCluster, SlurmClusterArgs
 from components.slinky.operator import SlinkyOperator
 from components.slinky.state_storage import StateStorage, StateStorageArgs
-from components.storage import SharedStorage, SharedStorageArgs, fsx_subnet, repository_buckets
-from components.validation import parse_cluster_config
+from components.storage.efs import ModelStorage, ModelStorageArgs, efs_subnets
+from components.storage.fsx import SharedStorage, SharedStorageArgs, fsx_subnet, repository_buckets
 
 
 def node_groups(config: ClusterConfig) -> dict[str, dict[str, dict[str, object]]]:
@@ -93,7 +93,7 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
         config.storage.fsx, cluster, network.vpc_id, fsx_subnet(network, config.network), SLURM_NAMESPACE,
         slurm.namespace), opts)
     # Grafana's dashboards (the FSx one on this file system), the GPU and Trainium exporters
-    # (components/observability.py).
+    # (components/observability/stack.py).
     Observability("observability", ObservabilityArgs(config, namespaces, autoscaling.metrics, autoscaling.monitoring,
                                                      storage.file_system_id), opts)
     # Nodes the checks drained are replaced; active checks measure idle ones (slurm/health/); EFA nodes are placed

@@ -18,9 +18,9 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import TypeAdapter, ValidationError
 
-from components import catalog
-from components.config import ClusterConfig, Fsx
-from components.config_base import SlurmTime
+from components.compute import catalog
+from components.config.base import SlurmTime
+from components.config.cluster import ClusterConfig, Fsx
 from components.slinky.images import training_image
 from components.slinky.sizing import slurm_cpus
 from jobs.training.cadence import HF_FINETUNE_STOP_CHECK_EVERY, STOP_CHECK_SECONDS, stop_wait_seconds

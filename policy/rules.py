@@ -176,8 +176,8 @@ def eks_secrets_encryption(type_: str, inputs: Mapping[str, Any]) -> list[str]:
 
 
 def node_pool_keeps_busy_nodes(type_: str, inputs: Mapping[str, Any]) -> list[str]:
-    # Every NodePool of this project backs a Slurm partition or a Kubernetes pool (components/nodepools.py builds
-    # both): their nodes run multi-day training jobs, Slurm's or a RayCluster's / MPIJob's.
+    # Every NodePool of this project backs a Slurm partition or a Kubernetes pool (components/compute/nodepools.py
+    # builds both): their nodes run multi-day training jobs, Slurm's or a RayCluster's / MPIJob's.
     spec = inputs.get("spec") or {}
     disruption = spec.get("disruption") or {}
     problems = []
@@ -261,7 +261,8 @@ FSX_ENCRYPTED = ResourceRule(
 EFS_ENCRYPTED = ResourceRule(
     name="efs-encrypted",
     description="EFS file systems are encrypted at rest.",
-    fix="set encrypted: true on the EFS file system (components/efs.py does; an existing one must be recreated)",
+    fix="set encrypted: true on the EFS file system (components/storage/efs.py does; an existing one must be "
+        "recreated)",
     types=frozenset({EFS}),
     check=efs_encrypted,
 )
@@ -343,7 +344,7 @@ IMAGES_PINNED = ResourceRule(
 EKS_ADDON_PINNED = ResourceRule(
     name="eks-addon-pinned",
     description="Every EKS add-on is installed at a pinned addonVersion.",
-    fix="set addonVersion from components/addon_versions.py ADDON_VERSIONS (the EKS user guide's table per "
+    fix="set addonVersion from components/aws/addon_versions.py ADDON_VERSIONS (the EKS user guide's table per "
         "Kubernetes version)",
     types=frozenset({EKS_ADDON}),
     check=eks_addon_pinned,
@@ -461,7 +462,7 @@ DRA_KEEPS_S3_COPIES = ResourceRule(
 S3_ENDPOINT_SCOPED = ResourceRule(
     name="s3-endpoint-scoped",
     description="The S3 gateway endpoint has a policy naming its buckets, never Resource * for object access.",
-    fix="give the endpoint a policy listing the stack's buckets and ECR's layer bucket (components/network.py)",
+    fix="give the endpoint a policy listing the stack's buckets and ECR's layer bucket (components/aws/vpc.py)",
     types=frozenset({VPC_ENDPOINT}),
     check=s3_endpoint_scoped,
 )
@@ -516,8 +517,9 @@ NAMESPACE_POD_SECURITY = ListedExceptionsRule(
     name="namespace-pod-security",
     description="Every Namespace enforces a Pod Security level; `privileged` only where the pack's owners list "
                 "the namespace with a reason.",
-    fix="label the namespace pod-security.kubernetes.io/enforce: restricted or baseline (components/namespaces.py "
-        "POD_SECURITY); only the policy pack's owners can allow privileged, with the namespace and its reason under "
+    fix="label the namespace pod-security.kubernetes.io/enforce: restricted or baseline "
+        "(components/segmentation/namespaces.py POD_SECURITY); only the policy pack's owners can allow privileged, "
+        "with the namespace and its reason under "
         f"{PRIVILEGED_NAMESPACES} in policy/config/<stack>.json",
     types=frozenset({NAMESPACE}),
     check=lambda type_, inputs: namespace_pod_security(type_, inputs, NO_SETTINGS),

@@ -211,7 +211,8 @@ NAMESPACE_DEFAULT_DENY = StackRule(
     name="namespace-default-deny",
     description="Every namespace the program creates has a NetworkPolicy selecting all its pods for Ingress and "
                 "Egress with no rules, so only flows allowed on purpose pass.",
-    fix="add the namespace to components/network_policies.py (a default-deny policy, then one allow per flow)",
+    fix="add the namespace to components/segmentation/network_policies.py (a default-deny policy, then one "
+        "allow per flow)",
     check=namespace_default_deny,
 )
 
@@ -228,7 +229,7 @@ def vpc_flow_log(resources: Sequence[Resource]) -> list[Finding]:
 VPC_FLOW_LOG = StackRule(
     name="vpc-flow-log",
     description="Every VPC the stack creates records flow logs.",
-    fix="add an aws.ec2.FlowLog for the VPC (components/network.py does, to CloudWatch Logs)",
+    fix="add an aws.ec2.FlowLog for the VPC (components/aws/vpc.py does, to CloudWatch Logs)",
     check=vpc_flow_log,
 )
 

@@ -1,6 +1,6 @@
 """Submit, watch and cancel Slurm jobs from a notebook through slurmrestd, as yourself.
 
-Standard library only: the hub mounts this one file into every notebook (components/jupyterhub.py), whatever
+Standard library only: the hub mounts this one file into every notebook (components/addons/jupyterhub.py), whatever
 image it runs. It speaks data_parser v0.0.44, the newest API Slurm 25.11 serves, and authenticates with the
 user's own JWT (`scontrol token` on a login pod) in the X-SLURM-USER-NAME / X-SLURM-USER-TOKEN headers
 (the `user` and `token` security schemes of slurmrestd's OpenAPI description; requests are checked against it

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.config import MaintenanceWindow
-from components.nodepools import drift_blocked_outside
+from components.compute.nodepools import drift_blocked_outside
+from components.config.cluster import MaintenanceWindow
 from scripts.offline.plan_model import Plan, PlannedResource
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import one, shipped_plan

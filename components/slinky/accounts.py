@@ -28,9 +28,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalog import Resources
-from components.cluster import SYSTEM_NODE_SELECTOR
-from components.config import ClusterConfig
+import slurm.accounts
+from components.aws.eks import SYSTEM_NODE_SELECTOR
+from components.compute.catalog import Resources
+from components.config.cluster import ClusterConfig
 from components.names import SLURM_NAMESPACE
 from components.slinky import specs
 from components.slinky.accounts_document import desired_json
@@ -40,7 +41,8 @@ DOCUMENT_CONFIG_MAP = "slurm-eks-accounts"
 POD_LABELS = {"app.kubernetes.io/name": "slurm-eks-accounts"}
 CODE_CONFIG_MAP = "slurm-eks-accounts-code"
 DOCUMENT = "desired.json"
-PACKAGE = Path(__file__).resolve().parents[2] / "slurm" / "accounts"
+# The reconcile ships as source files in a ConfigMap; imported so the dependency shows in the import graph.
+PACKAGE = Path(slurm.accounts.__file__).parent
 CODE_ROOT = "/opt/slurm-eks"  # the package is mounted at CODE_ROOT/slurm/accounts
 DOCUMENT_DIR = "/etc/slurm-eks/accounts"
 KEY_DIR = "/etc/slurm-eks/key"
@@ -56,7 +58,7 @@ BACKOFF_LIMIT = 6
 AWAIT = pulumi.CustomTimeouts(create="30m", update="30m")
 RETRY_ANNOTATIONS = {"pulumi.com/replaceUnready": "true"}
 RESOURCES = Resources(250, 256)
-# sackd first, then the client (bash -c): shared with the repair controller (components/node_repair.py).
+# sackd first, then the client (bash -c): shared with the repair controller (components/lifecycle/node_repair.py).
 SACKD_START = f"""set -euo pipefail
 sackd --conf-server {CONTROLLER_ADDRESS} --disable-reconfig
 for _ in $(seq {SACKD_WAIT_S // 2}); do [ -S {SACK_SOCKET} ] && break; sleep 2; done

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.config import ClusterConfig
-from components.health_settings import ACTIVE_CHECK_USER, HEALTH_ACCOUNT, active_checks
-from components.teams import Account, Qos
+from components.config.cluster import ClusterConfig
+from components.config.teams import Account, Qos
+from components.lifecycle.health_settings import ACTIVE_CHECK_USER, HEALTH_ACCOUNT, active_checks
 
 FORMAT = 1
 

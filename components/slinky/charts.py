@@ -8,9 +8,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import namespaces
-from components.cluster import SYSTEM_LABEL, SYSTEM_NODE_SELECTOR
-from components.handover import helm_release
+from components.addons.handover import helm_release
+from components.aws.eks import SYSTEM_LABEL, SYSTEM_NODE_SELECTOR
+from components.segmentation import namespaces
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,8 @@ def release(name: str, chart: Chart, values: dict[str, Any], provider: k8s.Provi
             ) -> pulumi.Resource:
     """A Release that Pulumi waits on until its workloads are ready (so dependants see working webhooks), after
     `namespace`: the chart's Namespace with its Pod Security labels and its NetworkPolicies
-    (components/segmented_namespaces.py). Helm does not create it, so no pod runs there before them. In gitops
-    mode the chart is Argo CD's (components/handover.py)."""
+    (components/segmentation/segmented_namespaces.py). Helm does not create it, so no pod runs there before
+    them. In gitops mode the chart is Argo CD's (components/addons/handover.py)."""
     return helm_release(
         name,
         name=name,

@@ -18,18 +18,23 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from components.accounting_db import AccountingDatabase, AccountingDatabaseArgs
-from components.cluster import EksCluster
-from components.config import ClusterConfig
-from components.lifecycle_settings import INITIAL_TOPOLOGY, TOPOLOGY_CONFIG_MAP, TOPOLOGY_FILE, places_topology
+from components.aws.eks import EksCluster
+from components.compute.scheduling import partition_instance
+from components.config.cluster import ClusterConfig
+from components.config.teams import Identity
+from components.lifecycle.lifecycle_settings import (
+    INITIAL_TOPOLOGY,
+    TOPOLOGY_CONFIG_MAP,
+    TOPOLOGY_FILE,
+    places_topology,
+)
 from components.names import SLURM_NAMESPACE
-from components.scheduling import partition_instance
-from components.segmented_namespaces import Namespaces
+from components.segmentation.segmented_namespaces import Namespaces
 from components.slinky import identity, node_health, slurm_conf, specs
+from components.slinky.accounting_db import AccountingDatabase, AccountingDatabaseArgs
 from components.slinky.accounts import accounts_reconcile
 from components.slinky.host_access import host_access_policy
 from components.slinky.state_storage import StateStorage
-from components.teams import Identity
 
 PARTITIONS_CONFIG_MAP = "slurm-eks-partitions"
 
@@ -140,7 +145,7 @@ class SlurmCluster(pulumi.ComponentResource):
         return files
 
     def _secret_value(self, name: str, source: str) -> pulumi.Output[str]:
-        """A `SecretSource` (components/teams.py): a key of a Secret in the slurm namespace, which must exist
+        """A `SecretSource` (components/config/teams.py): a key of a Secret in the slurm namespace, which must exist
         before the `pulumi up` that reads it, or the SecretString of a Secrets Manager secret."""
         if not source.startswith("k8s:"):
             return aws.secretsmanager.get_secret_version_output(

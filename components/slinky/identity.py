@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from components.config.teams import Identity
 from components.names import SHARED_MOUNT, SHARED_VOLUME_NAME
-from components.teams import Identity
 
 SSSD_DIR = "/etc/sssd"
 SSSD_CONF_KEY = "sssd.conf"

@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from components import catalog
-from components.config import Partition, Slurm
-from components.scheduling import partition_instance
+from components.compute import catalog
+from components.compute.scheduling import partition_instance
+from components.config.cluster import Partition, Slurm
 
 Daemon = Literal["slurmctld", "slurmd", "slurmdbd", "slurmrestd", "login"]
 

@@ -1,14 +1,14 @@
 """cert-manager and Slinky's slurm-operator (CRDs chart + operator chart), installed in dependency order, each into
-its own namespace (components/namespaces.py)."""
+its own namespace (components/segmentation/namespaces.py)."""
 
 from __future__ import annotations
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster import SYSTEM_NODE_SELECTOR
-from components.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD
-from components.segmented_namespaces import Namespaces
+from components.aws.eks import SYSTEM_NODE_SELECTOR
+from components.segmentation.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD
+from components.segmentation.segmented_namespaces import Namespaces
 from components.slinky.charts import CERT_MANAGER, SLURM_OPERATOR, SLURM_OPERATOR_CRDS, SYSTEM_AFFINITY, release
 from components.slinky.host_access import OPERATOR_SERVICE_ACCOUNT
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 
-from components import catalog
-from components.catalog import InstanceType, Resources
-from components.config import Partition
+from components.compute import catalog
+from components.compute.catalog import InstanceType, Resources
+from components.config.cluster import Partition
 
 # What the DaemonSets on a partition node request (scheduler room the slurmd pod must leave), per the
 # charts and add-ons this project installs there:
@@ -30,7 +30,7 @@ DAEMONSET_REQUESTS: dict[str, Resources] = {
     # node-driver-registrar and liveness-probe 10m/32Mi (templates/_node.tpl); tolerateAllTaints: true.
     "ebs-csi-node": Resources(30, 104),
     # kubernetes-sigs/aws-fsx-csi-driver helm-chart-aws-fsx-csi-driver-1.17.0 values.yaml: node 10m/40Mi,
-    # two sidecars 10m/32Mi each (components/storage.py tolerates every taint).
+    # two sidecars 10m/32Mi each (components/storage/fsx.py tolerates every taint).
     "fsx-csi-node": Resources(30, 104),
     # aws/eks-charts stable/aws-efa-k8s-device-plugin v0.5.20 (de5fdc1d) values.yaml: 10m/20Mi.
     "aws-efa-k8s-device-plugin": Resources(10, 20),

@@ -19,9 +19,9 @@ fair-share priorities and enforced limits (`accounting_conf`), and partitions li
 
 from __future__ import annotations
 
-from components.catalog import InstanceType
-from components.config import ClusterConfig, Partition
-from components.health_settings import HEALTH_ACCOUNT, active_checks
+from components.compute.catalog import InstanceType
+from components.config.cluster import ClusterConfig, Partition
+from components.lifecycle.health_settings import HEALTH_ACCOUNT, active_checks
 
 # The ports srun listens on: slurmctld calls each srun back there (time-limit warnings, node failures, step
 # completion: SchedMD/slurm slurm-25-11-7-1 src/stepmgr/srun_comm.c, to the port srun registered) and the
@@ -30,7 +30,7 @@ from components.health_settings import HEALTH_ACCOUNT, active_checks
 # to configure a range of ports from which srun ports will be selected". This range lies above Linux's
 # ephemeral ports (net.ipv4.ip_local_port_range, 32768-60999 by default), so no outgoing connection or
 # port-0 listener (NCCL's, torchrun's) on a pod ever holds one of them, and below 65535.
-# components/network_policies.py opens exactly this range from slurmctld and from slurmd pods to where srun
+# components/segmentation/network_policies.py opens exactly this range from slurmctld and from slurmd pods to where srun
 # runs: login pods, and slurmd pods (an srun inside a batch script). Each pod has its own network namespace,
 # so the range is per pod. Size: inside an allocation (a batch script) srun opens 3 listening ports for up to
 # 48 nodes: the step's callback socket (src/srun/step_ctx.c), and one message and one I/O socket per 48 nodes
@@ -148,7 +148,7 @@ def partition_conf(name: str, config: ClusterConfig) -> str:
         options.append("Default=YES")
     if partition.accounts:
         # Only these accounts' jobs (and their sub-accounts': "This list is hierarchical"), and the active
-        # checks' probes where they run (components/health_settings.py).
+        # checks' probes where they run (components/lifecycle/health_settings.py).
         checked = [HEALTH_ACCOUNT] if name in active_checks(config) else []
         options.append(f"AllowAccounts={','.join([*partition.accounts, *checked])}")
     return " ".join(options)

@@ -9,14 +9,9 @@ from typing import Any
 
 import pulumi
 
-from components.catalog import Resources
-from components.cluster import SYSTEM_NODE_SELECTOR
-from components.config import ClusterConfig
-from components.efs_config import model_volume
-from components.health_settings import health_slurm_conf
-from components.lifecycle_settings import places_topology
-from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT, SHARED_MOUNT, SHARED_PVC, SHARED_VOLUME_NAME
-from components.scheduling import (
+from components.aws.eks import SYSTEM_NODE_SELECTOR
+from components.compute.catalog import Resources
+from components.compute.scheduling import (
     device_requests,
     node_labels,
     node_taints,
@@ -24,6 +19,11 @@ from components.scheduling import (
     partition_instance,
     tolerations_for,
 )
+from components.config.cluster import ClusterConfig
+from components.config.efs import model_volume
+from components.lifecycle.health_settings import health_slurm_conf
+from components.lifecycle.lifecycle_settings import places_topology
+from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT, SHARED_MOUNT, SHARED_PVC, SHARED_VOLUME_NAME
 from components.slinky import identity, node_health, slurm_conf
 from components.slinky.images import slurm_image, training_image
 from components.slinky.sizing import LOGFILE, slurmd_resources
@@ -151,7 +151,7 @@ def controller_spec(config: ClusterConfig, cluster_name: str, storage_class: pul
         "accountingRef": {"name": CONTROLLER},
         "slurmctld": with_mounts({"image": image}, pod),
         "reconfigure": {"image": image},
-        # With the topology ConfigMap (components/lifecycle_settings.py), whose data the lifecycle controller
+        # With the topology ConfigMap (components/lifecycle/lifecycle_settings.py), whose data the lifecycle controller
         # rewrites as nodes come and go: `scontrol reconfigure` by the reconfigure container when /etc/slurm
         # changes, not a new slurmctld pod (CRD v1.2.1 spec.inplaceReconfigure; controller_app.go, reconfigure.sh).
         **({"inplaceReconfigure": True} if places_topology(config) else {}),

@@ -13,8 +13,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.cluster import SYSTEM_NODE_SELECTOR, EksCluster
-from components.iam import Scope, aws_scope
+from components.aws.eks import SYSTEM_NODE_SELECTOR, EksCluster
+from components.aws.iam import Scope, aws_scope
 
 STATE_STORAGE_CLASS = "slurm-state-gp3"
 

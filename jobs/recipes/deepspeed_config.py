@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components import catalog
-from components.config import ClusterConfig
+from components.compute import catalog
+from components.config.cluster import ClusterConfig
 from jobs.render import RenderError, target_for_partition
 
 # GPUs with bf16 tensor cores (Ampere and newer) among the catalog's NVIDIA models.

@@ -2,7 +2,7 @@
 # then starts from (`srun --container-image=FILE`) instead of pulling the image again on every node.
 # `enroot import -o FILE docker://[REGISTRY#]IMAGE[:TAG]` (NVIDIA/enroot doc/cmd/import.md) refuses an
 # existing FILE and writes it in place, so concurrent callers take turns on a lock file (flock(1); /shared
-# is mounted with `flock`, components/storage.py) and the image is written under a temporary name and
+# is mounted with `flock`, components/storage/fsx.py) and the image is written under a temporary name and
 # renamed, so no job ever starts from half a file. Shared by the job scripts and `slurm-eks job image pull`.
 import_image() {
   local uri="$1" file="$2"

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from components.problems import plural
+from components.config.problems import plural
 from scripts.advise.hardware import Partition
 from scripts.advise.memory import CHECKPOINT_BYTES, Layout, Memory, memory
 from scripts.advise.models import AdviseError, Model

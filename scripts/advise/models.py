@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.problems import did_you_mean
+from components.config.problems import did_you_mean
 from jobs.training.presets import LLAMA3_VOCAB, PRESETS, ModelShape, ffn_hidden_dim
 
 # The SwiGLU width a custom shape gets without --ffn-dim: torchtitan's rule with Llama 2's multiple_of=256

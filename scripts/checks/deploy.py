@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from components.config import ClusterConfig
-from components.problems import plural
-from components.stackfile import load_stack
+from components.config.cluster import ClusterConfig
+from components.config.problems import plural
+from components.config.stackfile import load_stack
 from scripts.checks import eviction, iam, network, order, pod_flows, pod_security
 from scripts.checks.findings import Finding
 from scripts.offline.plan_model import Plan

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.node_repair import SETTINGS_CONFIG_MAP as LIFECYCLE_SETTINGS
+from components.lifecycle.node_repair import SETTINGS_CONFIG_MAP as LIFECYCLE_SETTINGS
 from scripts.checks.findings import Finding, resource_label
 from scripts.checks.iam_policy import Request, UnsupportedPolicy, evaluate
 from scripts.checks.iam_requests import CONTROLLERS, Controller, Facts, NodeClass
@@ -24,7 +24,7 @@ from scripts.offline.plan_model import Plan, PlannedResource
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-# AWS-managed policies no node role carries (components/iam.py NODE_POLICIES), and what they would hand a node.
+# AWS-managed policies no node role carries (components/aws/iam.py NODE_POLICIES), and what they would hand a node.
 NOT_FOR_NODES = {
     "AmazonEKS_CNI_Policy": "ec2:ModifyNetworkInterfaceAttribute on every ENI (it can change any ENI's "
                             "security groups); the VPC CNI has it on its own IRSA role",

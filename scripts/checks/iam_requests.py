@@ -55,10 +55,10 @@ class Facts:
     kubernetes_version: str
     node_classes: tuple[NodeClass, ...] = ()
     interruption_queue: str | None = None
-    # The node lifecycle controller's settings.json (components/node_repair.py), as its pod reads them.
+    # The node lifecycle controller's settings.json (components/lifecycle/node_repair.py), as its pod reads them.
     lifecycle: Mapping[str, object] | None = None
 
-    # Built here, not with components.iam.Scope: a wrong ARN there must show as a denied request here.
+    # Built here, not with components.aws.iam.Scope: a wrong ARN there must show as a denied request here.
     def arn(self, service: str, resource: str, region: str | None = None, account: str | None = None) -> str:
         return (f"arn:{self.partition}:{service}:{self.region if region is None else region}:"
                 f"{self.account if account is None else account}:{resource}")
@@ -268,5 +268,5 @@ CONTROLLERS = (
     Controller("the EFS CSI controller", "system:serviceaccount:kube-system:efs-csi-controller-sa",
                "kubernetes-sigs/aws-efs-csi-driver docs/iam-policy-example.json", efs_csi_calls),
     Controller("the node lifecycle controller", "system:serviceaccount:slurm:slurm-eks-repair",
-               "components/lifecycle_settings.py ec2_actions", lifecycle_calls),
+               "components/lifecycle/lifecycle_settings.py ec2_actions", lifecycle_calls),
 )

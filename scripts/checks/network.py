@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from components.config import ClusterConfig
+from components.config.cluster import ClusterConfig
 from components.names import LOGIN_TAINT, WORLD_CIDRS
 from scripts.checks.findings import Finding
 from scripts.checks.pod_flows import EPHEMERAL, srun_ports
@@ -74,7 +74,7 @@ class Topology:
     groups: dict[str, SecurityGroup]
     control_plane: Endpoint
     system: Endpoint
-    login: Endpoint | None  # the login pods' own node group (components/cluster.py), where it exists
+    login: Endpoint | None  # the login pods' own node group (components/aws/eks.py), where it exists
     partitions: dict[str, Endpoint]
     database: Endpoint | None
     fsx: Endpoint | None

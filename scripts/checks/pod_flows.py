@@ -13,7 +13,7 @@ implementation (the docs: ipBlocks "should be cluster-external IPs"): a needed f
 admitted by a selector, while a forbidden flow counts as open when an ipBlock could hold the pod's address.
 
 The endpoints' labels are written here from the operators' and charts' sources, independently of
-components/network_policies.py, so a selector that misses its pods shows as a blocked flow.
+components/segmentation/network_policies.py, so a selector that misses its pods shows as a blocked flow.
 """
 
 from __future__ import annotations
@@ -23,21 +23,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.accounting_db import IN_CLUSTER_NAME
-from components.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
-from components.autoscaling import PROMETHEUS_RELEASE
-from components.config import ClusterConfig
-from components.label_selectors import policy_types, selects
-from components.lifecycle_settings import ec2_actions
+from components.compute.autoscaling import PROMETHEUS_RELEASE
+from components.compute.scheduling import partition_instance
+from components.config.cluster import ClusterConfig
+from components.lifecycle.lifecycle_settings import ec2_actions
+from components.lifecycle.node_repair import METRICS_PORT as REPAIR_METRICS
+from components.lifecycle.node_repair import POD_LABELS as REPAIR_POD
 from components.names import ML_NAMESPACE, SLURM_NAMESPACE
-from components.namespaces import ARGOCD, JUPYTERHUB, KUBERAY, MPI_OPERATOR, VOLCANO
-from components.namespaces import NAME_LABEL as NAMESPACE_LABEL
-from components.node_repair import METRICS_PORT as REPAIR_METRICS
-from components.node_repair import POD_LABELS as REPAIR_POD
-from components.observability_dcgm import DCGM_RELEASE
-from components.observability_neuron import LABELS as NEURON_MONITOR_POD
-from components.observability_neuron import PORT as NEURON_MONITOR_PORT
-from components.scheduling import partition_instance
+from components.observability.dcgm import DCGM_RELEASE
+from components.observability.neuron import LABELS as NEURON_MONITOR_POD
+from components.observability.neuron import PORT as NEURON_MONITOR_PORT
+from components.segmentation.label_selectors import policy_types, selects
+from components.segmentation.namespaces import ARGOCD, JUPYTERHUB, KUBERAY, MPI_OPERATOR, VOLCANO
+from components.segmentation.namespaces import NAME_LABEL as NAMESPACE_LABEL
+from components.slinky.accounting_db import IN_CLUSTER_NAME
+from components.slinky.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
 from components.slinky.accounts import POD_LABELS as ACCOUNTS_POD
 from components.slinky.charts import CERT_MANAGER, KEDA, KUBE_PROMETHEUS_STACK, MARIADB_OPERATOR, SLURM_OPERATOR
 from components.slinky.specs import CONTROLLER
@@ -195,10 +195,11 @@ def evaluate(cluster: Cluster, flow: Flow) -> Finding | None:
         side = flow.who if blocked == "egress" else flow.whom
         return Finding("pod-network", flow.label,
                        f"{flow.why}; but no NetworkPolicy rule admits it on {side.name}'s {blocked}",
-                       f"add a rule for it to the {blocked} of {side.name} (components/network_policies.py)")
+                       f"add a rule for it to the {blocked} of {side.name} "
+                       f"(components/segmentation/network_policies.py)")
     if not flow.needed and cluster.allows(flow, certain=False):
         return Finding("pod-network", flow.label, f"must stay blocked ({flow.why}), but the policies let it through",
-                       "narrow the rule that admits it (components/network_policies.py)")
+                       "narrow the rule that admits it (components/segmentation/network_policies.py)")
     return None
 
 
@@ -239,7 +240,7 @@ def endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
         "prometheus": prometheus_pod(),
         "prometheus-operator": Pod("the Prometheus operator", KUBE_PROMETHEUS_STACK.namespace,
                                    {"app": "kube-prometheus-stack-operator", "release": "prometheus"}),
-        # components/node_repair.py: the repair controller's Deployment (its pod template's labels).
+        # components/lifecycle/node_repair.py: the repair controller's Deployment (its pod template's labels).
         "repair": Pod("the repair controller", ns, dict(REPAIR_POD), {"metrics": REPAIR_METRICS}),
         # grafana-community/helm-charts grafana-12.10.4 charts/grafana/templates/_helpers.tpl selectorLabels (the
         # release is kube-prometheus-stack's), values.yaml service.targetPort 3000.
@@ -254,7 +255,7 @@ def endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
     for name in config.partitions:
         found[f"slurmd {name}"] = Pod(f"slurmd of {name}", ns, _app(
             "slurmd", name, "worker", **{"slinky.slurm.net/cluster": CONTROLLER}), {"slurmd": 6818})
-    if config.slurm.accounting.database == "rds":  # components/accounting_db_user.py: the Job's name
+    if config.slurm.accounting.database == "rds":  # components/slinky/accounting_db_user.py: the Job's name
         found["db-user job"] = Pod("the database-user Job", ns, {"batch.kubernetes.io/job-name": DB_USER_JOB,
                                                                  "job-name": DB_USER_JOB})
     if config.slurm.accounting.database == "in-cluster":

@@ -12,9 +12,9 @@ from typing import Annotated
 
 import typer
 
-from components.problems import ConfigError
+from components.config.problems import ConfigError
+from components.config.stackfile import STACKS_DIR, load_stack
 from components.slinky.accounts_document import desired_json
-from components.stackfile import STACKS_DIR, load_stack
 from scripts.cli.problems import err, fail_config
 from slurm.accounts.errors import AccountsError
 from slurm.accounts.reconcile import apply_file, plan_file

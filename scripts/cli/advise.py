@@ -13,8 +13,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from components.problems import ConfigError, plural
-from components.stackfile import STACKS_DIR, load_stack
+from components.config.problems import ConfigError, plural
+from components.config.stackfile import STACKS_DIR, load_stack
 from jobs.training.presets import PRESETS
 from scripts.advise import advisor
 from scripts.advise.advisor import (

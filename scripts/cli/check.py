@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from components.problems import ConfigError
-from components.stackfile import STACKS_DIR
+from components.config.problems import ConfigError
+from components.config.stackfile import STACKS_DIR
 from scripts.checks.deploy import check_stack, summary
 from scripts.cli.problems import fail_config
 

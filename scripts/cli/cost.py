@@ -17,9 +17,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 from rich.table import Table
 
-from components.catalog import CATALOG
-from components.problems import ConfigError
-from components.stackfile import STACKS_DIR
+from components.compute.catalog import CATALOG
+from components.config.problems import ConfigError
+from components.config.stackfile import STACKS_DIR
 from scripts.cli.problems import CONFIG_ERROR_EXIT, fail_config
 from scripts.cost import price_list
 from scripts.cost.estimate import Estimate, estimate

@@ -11,9 +11,9 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from components.gitops_config import GitOps
-from components.problems import ConfigError, plural
-from components.stackfile import STACKS_DIR, load_stack, stack_file
+from components.config.gitops import GitOps
+from components.config.problems import ConfigError, plural
+from components.config.stackfile import STACKS_DIR, load_stack, stack_file
 from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config
 
 gitops_app = typer.Typer(no_args_is_help=True, help="GitOps with Argo CD: export the Kubernetes side as Applications.")
@@ -69,7 +69,7 @@ def export(
         raise fail_config(exc) from None
     resolved: dict[str, Any] = json.loads(values_from.read_text()) if values_from else {}
     resolved = {k: v.get("value", v) if isinstance(v, dict) and "value" in v else v for k, v in resolved.items()}
-    from components.gitops import root_application
+    from components.addons.gitops import root_application
 
     ex = build_export(plan, gitops, resolved)
     ex.files["root.yaml"] = root_application(gitops)

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 import yaml
 
-from components.problems import ConfigError
-from components.stackfile import load_stack
+from components.config.problems import ConfigError
+from components.config.stackfile import load_stack
 from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config
 from scripts.k8s.render import K8sRenderError, render
 

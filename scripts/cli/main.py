@@ -11,9 +11,9 @@ import typer
 from rich.console import Console
 from rich.tree import Tree
 
-from components.problems import ConfigError, plural
-from components.stack_secrets import secrets_provider_problems
-from components.stackfile import STACKS_DIR, load_stack, stack_file
+from components.config.problems import ConfigError, plural
+from components.config.stack_secrets import secrets_provider_problems
+from components.config.stackfile import STACKS_DIR, load_stack, stack_file
 from scripts.cli.accounts import accounts_app
 from scripts.cli.advise import advise
 from scripts.cli.check import check

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from components.problems import ConfigError
-from components.stackfile import STACKS_DIR
+from components.config.problems import ConfigError
+from components.config.stackfile import STACKS_DIR
 from policy.pack_config import PackConfigError
 from scripts.checks.policy import blocking, check_stack, render, summary
 from scripts.cli.problems import CONFIG_ERROR_EXIT, fail_config

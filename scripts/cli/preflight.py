@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from components.problems import ConfigError
-from components.stackfile import STACKS_DIR, load_stack
+from components.config.problems import ConfigError
+from components.config.stackfile import STACKS_DIR, load_stack
 from scripts.preflight.checks import CHECKS
 from scripts.preflight.runner import AwsUnavailable, CheckResult, Identity, failed, open_session, run_checks
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from components.problems import ConfigError, Problem, plural
+from components.config.problems import ConfigError, Problem, plural
 
 CONFIG_ERROR_EXIT = 2
 err = Console(stderr=True, soft_wrap=True)

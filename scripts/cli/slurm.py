@@ -24,8 +24,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from components.problems import ConfigError
-from components.stackfile import STACKS_DIR, load_stack
+from components.config.problems import ConfigError
+from components.config.stackfile import STACKS_DIR, load_stack
 from jobs import render
 from jobs.recipes import deepspeed_config
 from slurm import client, local

@@ -1,9 +1,9 @@
 """RayCluster, MPIJob and Volcano Queue + Job for one Kubernetes pool (`kubernetesPools.<name>`), as dicts the CLI
 writes as YAML. Field names follow the CRDs in ../shared/crds (kuberay v1.7.0, mpi-operator v0.8.0, volcano
-v1.15.1); pods are placed with the pool's own nodeSelector and tolerations (components/nodepools.py
-pool_scheduling), request the node's devices (components/scheduling.py device_requests) and the CPU and
+v1.15.1); pods are placed with the pool's own nodeSelector and tolerations (components/compute/nodepools.py
+pool_scheduling), request the node's devices (components/compute/scheduling.py device_requests) and the CPU and
 memory a slurmd pod gets on the same node (components/slinky/specs.py slurmd_resources), and mount /shared and
-the models in the `ml` namespace (components/k8s_operators.py)."""
+the models in the `ml` namespace (components/addons/k8s_operators.py)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,19 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from components.catalog import InstanceType, Resources
-from components.config import ClusterConfig
-from components.efs_config import model_volume
-from components.k8s_pools_config import KubernetesPool
+from components.compute.catalog import InstanceType, Resources
+from components.compute.nodepools import pool_scheduling
+from components.compute.scheduling import (
+    DEVICE_RESOURCES,
+    device_requests,
+    partition_efa_interfaces,
+    partition_instance,
+)
+from components.config.cluster import ClusterConfig
+from components.config.efs import model_volume
+from components.config.k8s_pools import KubernetesPool
 from components.names import ML_NAMESPACE
-from components.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD
-from components.nodepools import pool_scheduling
-from components.scheduling import DEVICE_RESOURCES, device_requests, partition_efa_interfaces, partition_instance
+from components.segmentation.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD
 from components.slinky.images import TRAINING_IMAGES
 from components.slinky.sizing import slurmd_resources
 from components.slinky.specs import (

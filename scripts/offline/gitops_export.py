@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from components.gitops_apps import application, git_source, helm_source
-from components.gitops_config import APPS_DIR, GitOps
+from components.addons.gitops_apps import application, git_source, helm_source
+from components.config.gitops import APPS_DIR, GitOps
 from scripts.offline.mocks import ACCOUNT
 from scripts.offline.plan import _kubectl_order, manifest_filename
 from scripts.offline.plan_model import KUBERNETES_SECRET_TYPES, SECRET, UNKNOWN, Plan, PlannedResource

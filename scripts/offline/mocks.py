@@ -16,7 +16,7 @@ from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import resource_pb2
 
-from components.config import CONFIG_KEY, CONFIG_NAMESPACE
+from components.config.cluster import CONFIG_KEY, CONFIG_NAMESPACE
 from scripts.offline.plan_model import PlannedResource, plain, sanitize
 
 ACCOUNT = "123456789012"

@@ -22,10 +22,10 @@ from pulumi.runtime import settings
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
-from components.config import CONFIG_NAMESPACE
-from components.problems import Problem
-from components.stackfile import PROJECT_ROOT, STACKS_DIR, cluster_value, read_pulumi_config, stack_file
-from components.validation import parse_cluster_config
+from components.config.cluster import CONFIG_NAMESPACE
+from components.config.problems import Problem
+from components.config.stackfile import PROJECT_ROOT, STACKS_DIR, cluster_value, read_pulumi_config, stack_file
+from components.config.validation import parse_cluster_config
 from scripts.offline.mocks import RealisticMocks, RecordingMonitor
 from scripts.offline.plan_model import Plan
 from scripts.offline.security_groups import node_security_groups

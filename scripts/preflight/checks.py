@@ -16,9 +16,9 @@ import boto3
 from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
-from components import catalog
-from components.config import ClusterConfig, Network, Partition
-from components.k8s_pools_config import NodeGroup
+from components.compute import catalog
+from components.config.cluster import ClusterConfig, Network, Partition
+from components.config.k8s_pools import NodeGroup
 from jobs.render import slurm_time_seconds
 from scripts.preflight.runner import Check, CheckResult
 from slurm.capacity.reservations import LEAD
@@ -124,12 +124,14 @@ def check_efa(session: boto3.Session, config: ClusterConfig) -> Iterator[CheckRe
                                   "use EFA instance types (p4d, p5, trn1, ...) or set efa: false")
             elif actual < expected:
                 yield CheckResult("efa", subject, "fail",
-                                  f"{actual} EFA interfaces; nodes would request {expected} (components/catalog.py)",
-                                  f"set efa_interfaces of {instance_type} in components/catalog.py to {actual}")
+                                  f"{actual} EFA interfaces; nodes would request {expected} "
+                                  f"(components/compute/catalog.py)",
+                                  f"set efa_interfaces of {instance_type} in components/compute/catalog.py to {actual}")
             elif actual > expected:
                 yield CheckResult("efa", subject, "warn",
-                                  f"{actual} EFA interfaces; nodes request only {expected} (components/catalog.py)",
-                                  f"set efa_interfaces of {instance_type} in components/catalog.py to {actual}")
+                                  f"{actual} EFA interfaces; nodes request only {expected} "
+                                  f"(components/compute/catalog.py)",
+                                  f"set efa_interfaces of {instance_type} in components/compute/catalog.py to {actual}")
             else:
                 yield CheckResult("efa", subject, "pass", f"{actual} EFA interfaces, as the catalog expects")
 

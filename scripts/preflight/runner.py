@@ -15,7 +15,7 @@ from typing import Literal
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from components.config import ClusterConfig
+from components.config.cluster import ClusterConfig
 
 Status = Literal["pass", "warn", "fail"]
 ACCESS_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"}

@@ -20,7 +20,7 @@ IFNAMSIZ = 15
 # Hosts of the pod subnet the twin takes: the machine's own address on the bridge, then pods in order.
 HOST_INDEX = 1
 FIRST_POD_INDEX = 10
-# The last /24 of the VPC range: private subnets of our stacks start at the bottom (components/network.py),
+# The last /24 of the VPC range: private subnets of our stacks start at the bottom (components/aws/vpc.py),
 # so the top /24 is free of anything the plan names.
 POD_PREFIX = 24
 

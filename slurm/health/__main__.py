@@ -1,4 +1,5 @@
-"""`python3 -m slurm.health --settings settings.json`: the node lifecycle controller's loop (components/node_repair.py
+"""`python3 -m slurm.health --settings settings.json`: the node lifecycle controller's loop
+(components/lifecycle/node_repair.py
 renders the settings and runs this in the cluster). Each pass: repair (controller.repair_pass), the active checks'
 round (active_runner), the network topology from EC2 (slurm/topology/sync.py) and the maintenance reservations over
 Capacity Blocks' ends (slurm/capacity/blocks.py) where the stack has them, then sleep. A step that fails is logged

@@ -1,5 +1,5 @@
 """The metrics the repair controller and the active checks export (Prometheus text format), by name, with
-their labels and help. Dashboards and alert rules (components/files/dashboards, components/observability*)
+their labels and help. Dashboards and alert rules (components/observability/)
 may use only these and the exporters' documented metrics; tests hold them to that."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ BUS_BANDWIDTH = Metric("slurm_eks_active_check_bus_bandwidth_gbps", "gauge", ("p
                        "Bus bandwidth (GB/s) the last active check measured on the node (nccl or neuron).")
 ACTIVE_CHECK_DRAINS = Metric("slurm_eks_active_check_drains_total", "counter", ("partition", "check"),
                              "Nodes drained because the active check measured them below the threshold.")
-# What KEDA scales each partition's NodeSet on (components/autoscaling.py nodes_needed_query), from
+# What KEDA scales each partition's NodeSet on (components/compute/autoscaling.py nodes_needed_query), from
 # slurm/health/demand.py: Slurm's own slurm_partition_jobs_pending counts held and limit-bound jobs too.
 NODES_WANTED = Metric("slurm_eks_partition_nodes_wanted", "gauge", ("partition",),
                       "Nodes the partition's pending jobs would take if nodes existed, summed over the jobs that "

@@ -1,5 +1,5 @@
 """How the repair controller and the active checks talk to Slurm: the CLI, in the cluster as a Slurm client on
-Slinky's login image (components/node_repair.py) and on the local Slurm in the tests, so both run the same
+Slinky's login image (components/lifecycle/node_repair.py) and on the local Slurm in the tests, so both run the same
 commands. The Protocol lets the pure tests hand in a fixed cluster.
 
 Standard library only: this runs in the cluster.

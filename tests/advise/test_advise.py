@@ -12,8 +12,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from components import catalog
-from components.stackfile import STACKS_DIR, load_stack
+from components.compute import catalog
+from components.config.stackfile import STACKS_DIR, load_stack
 from jobs.training.presets import PRESETS
 from scripts.advise.advisor import Advice, advise, global_batch_sequences, regime_for
 from scripts.advise.hardware import PEAK_BF16_FLOPS, Partition, partition_hardware

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.stackfile import load_stack
+from components.config.stackfile import load_stack
 from scripts.checks.deploy import check_stack
 from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan

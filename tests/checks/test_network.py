@@ -9,9 +9,9 @@ from pathlib import Path
 import pulumi_eks
 import pytest
 
-from components.config import ClusterConfig
+from components.config.cluster import ClusterConfig
+from components.config.stackfile import load_stack
 from components.slinky.slurm_conf import SRUN_PORT_RANGE
-from components.stackfile import load_stack
 from scripts.checks import network
 from scripts.checks.findings import Finding
 from scripts.offline.plan import run_plan

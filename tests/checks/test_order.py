@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from components.stackfile import load_stack
+from components.config.stackfile import load_stack
 from scripts.checks import order
 from scripts.offline.plan_model import Plan, PlannedResource
 from tests.plan.fixtures import shipped_plan

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from components.iam import Scope
-from components.karpenter import controller_policy
+from components.aws.iam import Scope
+from components.compute.karpenter import controller_policy
 from scripts.checks.iam_policy import action_match, glob_match
 from tests.conftest import require_module
 from tests.plan.fixtures import shipped_plan

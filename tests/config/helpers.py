@@ -8,10 +8,10 @@ from typing import Any
 
 import yaml
 
-from components.config import FULL_KEY
-from components.problems import ConfigError, Problem
-from components.stackfile import stack_file
-from components.validation import parse_cluster_config
+from components.config.cluster import FULL_KEY
+from components.config.problems import ConfigError, Problem
+from components.config.stackfile import stack_file
+from components.config.validation import parse_cluster_config
 
 
 def raw_config(stack: str) -> dict[str, Any]:

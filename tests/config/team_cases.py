@@ -1,4 +1,4 @@
-"""Configs that break each rule of components/team_rules.py (people, accounts, QoS), in the shape of
+"""Configs that break each rule of components/config/rules/teams.py (people, accounts, QoS), in the shape of
 test_validators.CASES: (stack, mutation, config path, words of the message)."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.network import subnet_layout
+from components.aws.vpc import subnet_layout
 from tests.config.helpers import problems_of_rule, raw_config
 
 

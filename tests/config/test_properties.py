@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.problems import ConfigError
-from components.validation import parse_cluster_config
+from components.config.problems import ConfigError
+from components.config.validation import parse_cluster_config
 from tests.config.helpers import raw_config
 
 BASES = {"dev": raw_config("dev"), "prod": raw_config("prod")}
@@ -59,7 +59,7 @@ def mutated_configs(draw: st.DrawFn) -> dict[str, Any]:
 
 def _segments(path: str) -> list[str | int]:
     """`partitions.gpu.instanceTypes[0]` -> ["partitions", "gpu", "instanceTypes", 0]; `tags["a.b"]` ->
-    ["tags", "a.b"] (components.validation.config_path quotes keys that are not plain)."""
+    ["tags", "a.b"] (components.config.validation.config_path quotes keys that are not plain)."""
     parts = re.findall(r'\[\d+\]|\["(?:[^"\\]|\\.)*"\]|[^.\[\]]+', path)
     return [int(p[1:-1]) if re.fullmatch(r"\[\d+\]", p) else json.loads(p[1:-1]) if p.startswith("[") else p
             for p in parts]

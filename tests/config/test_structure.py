@@ -7,9 +7,9 @@ import re
 import pytest
 import yaml
 
-from components.problems import ConfigError
-from components.stackfile import load_stack
-from components.validation import parse_cluster_config
+from components.config.problems import ConfigError
+from components.config.stackfile import load_stack
+from components.config.validation import parse_cluster_config
 from tests.config.helpers import raw_config
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from components import catalog
-from components.problems import ConfigError
-from components.validation import parse_cluster_config
-from components.validators import VALIDATORS, run_validators
+from components.compute import catalog
+from components.config.problems import ConfigError
+from components.config.rules.validators import VALIDATORS, run_validators
+from components.config.validation import parse_cluster_config
 from tests.config.helpers import Mutation, both, drop_at, problems_of_rule, raw_config, set_at
 from tests.config.team_cases import TEAM_CASES
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.catalog import CATALOG
-from components.validators import REGION
+from components.compute.catalog import CATALOG
+from components.config.rules.validators import REGION
 from scripts.cost.estimate import estimate
 from scripts.cost.price_table import PriceTable
 from scripts.cost.render import footnotes

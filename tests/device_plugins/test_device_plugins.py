@@ -1,5 +1,5 @@
 """Device plugins in the plan: installed only for hardware some partition has, and scheduled exactly onto
-the nodes (labels and taints from components.scheduling) that have it."""
+the nodes (labels and taints from components.compute.scheduling) that have it."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components import config as cfg
-from components.catalog import lookup
-from components.device_plugins import EFA, NEURON, NVIDIA, plugin_values
-from components.scheduling import PARTITION_LABEL, node_labels, node_taints
+from components.compute.catalog import lookup
+from components.compute.device_plugins import EFA, NEURON, NVIDIA, plugin_values
+from components.compute.scheduling import PARTITION_LABEL, node_labels, node_taints
+from components.config import cluster as cfg
 from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config

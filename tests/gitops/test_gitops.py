@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.gitops_config import GitOps
-from components.problems import ConfigError
-from components.stackfile import STACKS_DIR, stack_file
-from components.validation import parse_cluster_config
+from components.config.gitops import GitOps
+from components.config.problems import ConfigError
+from components.config.stackfile import STACKS_DIR, stack_file
+from components.config.validation import parse_cluster_config
 from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
 from scripts.offline.gitops_export import RELEASE, Export, build_export, differences, write_export
 from scripts.offline.plan import run_plan
@@ -137,7 +137,7 @@ def test_a_gitops_stack_installs_argo_cd_and_the_root_instead_of_the_charts(tmp_
                                       "path": "clusters/prod/apps", "directory": {"exclude": "manifests-*"}}
     argocd_ns = [r for r in plan.of_type("kubernetes:core/v1:Namespace") if r.inputs["metadata"]["name"] == "argocd"]
     assert argocd_ns and argocd_ns[0].inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
-    from components.validation import parse_cluster_config as parse
+    from components.config.validation import parse_cluster_config as parse
     from scripts.checks import pod_flows
 
     config, _ = parse(raw["config"]["slurm-eks:cluster"], "test")

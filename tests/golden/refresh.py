@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.stackfile import available_stacks
+from components.config.stackfile import available_stacks
 from scripts.offline.plan import run_plan, write_plan
 
 GOLDEN = Path(__file__).resolve().parent

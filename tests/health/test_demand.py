@@ -140,8 +140,8 @@ def test_every_partition_is_published_zero_included_and_a_failure_withdraws_them
 
 
 def test_the_controller_counts_the_stacks_partitions_with_their_max_nodes() -> None:
-    from components.node_repair import DEMAND_SECONDS, settings
-    from components.stackfile import load_stack
+    from components.config.stackfile import load_stack
+    from components.lifecycle.node_repair import DEMAND_SECONDS, settings
     from slurm.health.__main__ import Controller
 
     config, _ = load_stack("prod")

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from components.config import ClusterConfig
-from components.health_settings import HEALTH_ACCOUNT, active_checks, health_slurm_conf, node_health_env
+from components.config.cluster import ClusterConfig
+from components.config.validation import parse_cluster_config
+from components.lifecycle.health_settings import HEALTH_ACCOUNT, active_checks, health_slurm_conf, node_health_env
 from components.slinky.accounts_document import desired_document
 from components.slinky.slurm_conf import partition_conf
-from components.validation import parse_cluster_config
 from slurm.accounts.desired import parse
 from tests.config.helpers import raw_config, set_at
 

@@ -14,10 +14,15 @@ from typing import Any
 
 import yaml
 
-from components.lifecycle_settings import INITIAL_TOPOLOGY, TOPOLOGY_CONFIG_MAP, TOPOLOGY_NAME, lifecycle_settings
-from components.node_repair import cluster_rules, deployment_spec, namespace_rules, package_files
-from components.node_repair import settings as repair_settings
-from components.validation import parse_cluster_config
+from components.config.validation import parse_cluster_config
+from components.lifecycle.lifecycle_settings import (
+    INITIAL_TOPOLOGY,
+    TOPOLOGY_CONFIG_MAP,
+    TOPOLOGY_NAME,
+    lifecycle_settings,
+)
+from components.lifecycle.node_repair import cluster_rules, deployment_spec, namespace_rules, package_files
+from components.lifecycle.node_repair import settings as repair_settings
 from slurm.aws.query import AwsError
 from slurm.health.__main__ import Controller
 from slurm.health.kube import Kube
@@ -104,7 +109,8 @@ def test_a_pass_runs_each_ec2_step_and_a_failing_one_does_not_stop_the_next(tmp_
 
 
 def test_the_controller_code_imports_on_python_alone(tmp_path: Path) -> None:
-    """As the Deployment lays the code ConfigMap out (components/node_repair.py: key -> slurm/<package>/<file>), with
+    """As the Deployment lays the code ConfigMap out (components/lifecycle/node_repair.py: key ->
+    slurm/<package>/<file>), with
     python3 -S -E: every module the loop imports, with no site-packages."""
     spec = repair_deployment_items()
     for key, text in package_files().items():

@@ -1,4 +1,4 @@
-"""The settings the stack renders (components/node_repair.py) are the settings the controller reads
+"""The settings the stack renders (components/lifecycle/node_repair.py) are the settings the controller reads
 (slurm/health/__main__.py): one document, checked from both ends, and one pass of the loop it drives."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from components.node_repair import ACTIVE_OUTPUT_DIR, settings
-from components.validation import parse_cluster_config
+from components.config.validation import parse_cluster_config
+from components.lifecycle.node_repair import ACTIVE_OUTPUT_DIR, settings
 from slurm.health.__main__ import Controller
 from slurm.health.active_runner import PartitionCheck
 from slurm.health.kube import Kube

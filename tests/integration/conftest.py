@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from components.config import ClusterConfig
-from components.scheduling import partition_instance
-from components.validation import parse_cluster_config
+from components.compute.scheduling import partition_instance
+from components.config.cluster import ClusterConfig
+from components.config.validation import parse_cluster_config
 from tests.config.helpers import raw_config
 from tests.integration.slinky_nodes import NodeSet, slinky_nodeset
 

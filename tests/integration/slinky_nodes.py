@@ -12,9 +12,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.config import ClusterConfig
-from components.health_settings import health_slurm_conf
-from components.scheduling import partition_instance
+from components.compute.scheduling import partition_instance
+from components.config.cluster import ClusterConfig
+from components.lifecycle.health_settings import health_slurm_conf
 from components.slinky import specs
 from slurm import client
 from slurm.backend import SubmitOptions

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from components.config import ClusterConfig
-from components.health_settings import health_slurm_conf, node_health_env
-from components.validation import parse_cluster_config
+from components.config.cluster import ClusterConfig
+from components.config.validation import parse_cluster_config
+from components.lifecycle.health_settings import health_slurm_conf, node_health_env
 from slurm import client
 from slurm.cli_backend import run
 from slurm.health import metric_names as m
@@ -249,7 +249,7 @@ def test_prolog_and_epilog_keep_dcgm_exporters_job_mapping(cluster: DynamicClust
 
 class PersonsCli(CliSlurm):
     """The controller's CLI access, submitting its probes as PERSON: in the cluster it runs as `slurm`
-    (components/node_repair.py), here root runs it and the Controller's DisableRootJobs=YES refuses root."""
+    (components/lifecycle/node_repair.py), here root runs it and the Controller's DisableRootJobs=YES refuses root."""
 
     def _run(self, argv: Sequence[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         if argv[0] == "sbatch":

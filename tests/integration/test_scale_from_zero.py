@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pytest
 
-from components.config import ClusterConfig
+from components.config.cluster import ClusterConfig
 from slurm import client
 from slurm.backend import JobClientError
 from slurm.cli_backend import CliBackend, run

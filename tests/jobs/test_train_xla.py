@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from components.stackfile import load_stack
+from components.config.stackfile import load_stack
 from jobs.render import render_job, target_for_partition
 from tests.conftest import REPO, unavailable
 from tests.jobs import runs

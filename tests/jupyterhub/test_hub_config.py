@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from components.config import ClusterConfig
-from components.jupyterhub import chart_values
+from components.addons.jupyterhub import chart_values
+from components.compute.nodepools import POOL_LABEL
+from components.config.cluster import ClusterConfig
+from components.config.validation import parse_cluster_config
 from components.names import SHARED_MOUNT, SHARED_PVC
-from components.nodepools import POOL_LABEL
-from components.validation import parse_cluster_config
 from tests.config.helpers import raw_config
 from tests.conftest import require_module
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from components.config import ClusterConfig
-from components.network_policies import policy_documents
+from components.config.cluster import ClusterConfig
+from components.config.validation import parse_cluster_config
+from components.segmentation.network_policies import policy_documents
 from components.slinky.slurm_conf import SRUN_PORT_RANGE
-from components.validation import parse_cluster_config
 from scripts.checks.pod_flows import Cluster, endpoints, evaluate, flows
 from tests.config.helpers import raw_config
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import k8s_operators
-from components.cluster import SYSTEM_NODE_SELECTOR
-from components.stackfile import load_stack
+from components.addons import k8s_operators
+from components.aws.eks import SYSTEM_NODE_SELECTOR
+from components.config.stackfile import load_stack
 from scripts.checks import pod_flows
 from scripts.checks.pod_security_standards import evaluate
 from scripts.offline.plan_model import Plan

@@ -10,9 +10,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from components.k8s_pools_config import KubernetesPool
-from components.nodepools import POOL_LABEL, pool_taints
-from components.stackfile import load_stack
+from components.compute.nodepools import POOL_LABEL, pool_taints
+from components.config.k8s_pools import KubernetesPool
+from components.config.stackfile import load_stack
 from scripts.checks.pod_security_standards import evaluate
 from scripts.cli.main import app
 from scripts.k8s.environment import TemplateTarget, template_environment

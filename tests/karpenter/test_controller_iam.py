@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.iam import Scope
-from components.karpenter import controller_policy
+from components.aws.iam import Scope
+from components.compute.karpenter import controller_policy
 from scripts.offline.mocks import ACCOUNT, RealisticMocks
 from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from components.karpenter import INTERRUPTION_EVENTS
+from components.compute.karpenter import INTERRUPTION_EVENTS
 from tests.plan.fixtures import one, shipped_plan
 
 

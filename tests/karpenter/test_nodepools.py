@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.nodepools import node_pool_spec
-from components.validation import parse_cluster_config
+from components.compute.nodepools import node_pool_spec
+from components.config.validation import parse_cluster_config
 from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
 from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan

@@ -10,11 +10,9 @@ from typing import Any
 
 import pytest
 
-from components.catalog import lookup
-from components.config import ClusterConfig
-from components.device_plugins import EFA, NEURON, NVIDIA, plugin_values
-from components.k8s_pools_config import KubernetesPool
-from components.nodepools import (
+from components.compute.catalog import lookup
+from components.compute.device_plugins import EFA, NEURON, NVIDIA, plugin_values
+from components.compute.nodepools import (
     POOL_LABEL,
     node_pool_spec,
     partition_kind,
@@ -22,8 +20,10 @@ from components.nodepools import (
     pool_scheduling,
     pool_taints,
 )
-from components.scheduling import PARTITION_LABEL, node_taints
-from components.stackfile import load_stack
+from components.compute.scheduling import PARTITION_LABEL, node_taints
+from components.config.cluster import ClusterConfig
+from components.config.k8s_pools import KubernetesPool
+from components.config.stackfile import load_stack
 from scripts.checks import network
 from scripts.offline.plan_model import Plan
 from tests.device_plugins.test_device_plugins import _affinity_admits, _efa_admits, _tolerated

@@ -43,12 +43,12 @@ RECHECK_TIMEOUT_S = 120  # per mutant, for the pending ones a --recheck runs (a 
 
 # module -> the tests that should kill its mutants (fast, offline; the whole suite per mutant would take days).
 TESTS: dict[str, tuple[str, ...]] = {
-    "components/validators.py": ("tests/config/test_validators.py", "tests/config/test_boundaries.py"),
+    "components/config/rules/validators.py": ("tests/config/test_validators.py", "tests/config/test_boundaries.py"),
     "policy/rules.py": ("tests/policy/test_rules.py", "tests/policy/test_waivers.py"),
-    "components/nodepools.py": ("tests/karpenter/test_nodepools.py",),
+    "components/compute/nodepools.py": ("tests/karpenter/test_nodepools.py",),
     "components/slinky/specs.py": ("tests/slinky/test_access.py", "tests/slinky/test_node_fit.py",
                                    "tests/slinky/test_partitions.py"),
-    "components/autoscaling.py": ("tests/slinky/test_partitions.py", "tests/checks/test_eviction.py"),
+    "components/compute/autoscaling.py": ("tests/slinky/test_partitions.py", "tests/checks/test_eviction.py"),
     "scripts/checks/network.py": ("tests/checks/test_network.py",),
     "scripts/checks/order.py": ("tests/checks/test_order.py",),
     "scripts/checks/iam_policy.py": ("tests/checks/test_iam_policy.py",),

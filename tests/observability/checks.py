@@ -7,8 +7,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from components.metric_catalog import ALL_NAMES, FSX_LUSTRE, CloudWatchMetrics
-from components.observability_cloudwatch import CLOUDWATCH_UID
+from components.observability.cloudwatch import CLOUDWATCH_UID
+from components.observability.metric_catalog import ALL_NAMES, FSX_LUSTRE, CloudWatchMetrics
 from tests.observability.promql import PromQLError, grafana_query_names, metric_names
 
 PROMETHEUS_UID = "prometheus"  # kube-prometheus-stack-88.2.0 values.yaml grafana.sidecar.datasources.uid

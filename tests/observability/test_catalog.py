@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.metric_catalog import ALL_NAMES, EXPORTERS, SLURM_EKS
+from components.observability.metric_catalog import ALL_NAMES, EXPORTERS, SLURM_EKS
 from slurm.health import metric_names
 
 

@@ -1,4 +1,4 @@
-"""Grafana's CloudWatch access (components/observability_cloudwatch.py) in a fresh offline plan of prod (the
+"""Grafana's CloudWatch access (components/observability/cloudwatch.py) in a fresh offline plan of prod (the
 golden plans lag behind until refreshed): the role only Grafana's service account can assume, metric reads only,
 the data source, and the FSx dashboard defaulting to the stack's file system; each check shown failing."""
 
@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from components.observability import FSX_VARIABLE, kube_prometheus_values
-from components.observability_cloudwatch import (
+from components.config.stackfile import load_stack
+from components.observability.cloudwatch import (
     CLOUDWATCH_UID,
     GRAFANA_SERVICE_ACCOUNT,
     cloudwatch_data_source,
     read_metrics_policy,
 )
-from components.stackfile import load_stack
+from components.observability.stack import FSX_VARIABLE, kube_prometheus_values
 from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan
 from tests.plan.fixtures import one

@@ -10,20 +10,20 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.catalog import lookup
-from components.config import ClusterConfig
-from components.nodepools import pool_labels, pool_taints
-from components.observability import (
+from components.compute.catalog import lookup
+from components.compute.nodepools import pool_labels, pool_taints
+from components.compute.scheduling import node_labels, node_taints
+from components.config.cluster import ClusterConfig
+from components.config.stackfile import load_stack
+from components.observability.dcgm import DCGM_EXPORTER, counters_csv
+from components.observability.stack import (
     DCGM_JOB_MAP_DIR,
     GRAFANA_ADMIN_SECRET,
     Observability,
     ObservabilityArgs,
     dashboard_files,
 )
-from components.observability_dcgm import DCGM_EXPORTER, counters_csv
-from components.scheduling import node_labels, node_taints
-from components.segmented_namespaces import Namespaces
-from components.stackfile import load_stack
+from components.segmentation.segmented_namespaces import Namespaces
 from scripts.offline.mocks import RealisticMocks
 from scripts.offline.plan import record
 from scripts.offline.plan_model import Plan

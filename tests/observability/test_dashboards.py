@@ -1,5 +1,5 @@
 """Every dashboard loads, names itself, queries the Prometheus data source, and uses only documented metrics
-(components/metric_catalog.py); broken copies show each check firing."""
+(components/observability/metric_catalog.py); broken copies show each check firing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.observability import dashboard_files
+from components.observability.stack import dashboard_files
 from tests.observability.checks import dashboard_problems, panels
 
 EXPECTED = {"cluster.json", "jobs.json", "node-health.json", "efa.json", "fsx.json"}

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from components.cluster import SYSTEM_NODE_SELECTOR
-from components.observability import GRAFANA_ADMIN_SECRET, kube_prometheus_values
-from components.observability_rules import rule_groups
+from components.aws.eks import SYSTEM_NODE_SELECTOR
+from components.config.stackfile import load_stack
+from components.observability.rules import rule_groups
+from components.observability.stack import GRAFANA_ADMIN_SECRET, kube_prometheus_values
 from components.slinky.state_storage import STATE_STORAGE_CLASS
-from components.stackfile import load_stack
 from tests.observability.checks import rule_problems
 from tests.slinky.helpers import config_of, trainium_only, variant
 

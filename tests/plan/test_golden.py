@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.stackfile import available_stacks
+from components.config.stackfile import available_stacks
 from scripts.offline.plan import run_plan, write_plan
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"

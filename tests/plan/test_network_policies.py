@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from components.config import ClusterConfig
+from components.config.cluster import ClusterConfig
+from components.config.stackfile import load_stack
 from components.slinky.slurm_conf import SRUN_PORT_RANGE
-from components.stackfile import load_stack
 from policy.stack_rules import namespace_default_deny
 from scripts.checks import pod_flows
 from scripts.offline.plan_model import Plan
@@ -99,7 +99,7 @@ def test_unenforced_policies_are_a_finding() -> None:
 
 
 def test_the_default_deny_the_component_writes_satisfies_the_policy_pack() -> None:
-    from components.network_policies import default_deny
+    from components.segmentation.network_policies import default_deny
 
     namespace = resource("kubernetes:core/v1:Namespace", "ns", {"metadata": {"name": "slurm"}})
     deny = resource(pod_flows.NETWORK_POLICY, "deny", default_deny("slurm"))

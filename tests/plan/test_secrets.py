@@ -12,12 +12,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from components.config import FULL_KEY
-from components.network import s3_endpoint_policy
-from components.problems import ConfigError
-from components.stack_secrets import secrets_provider_problems
-from components.stackfile import STACKS_DIR, stack_file
-from components.validation import parse_cluster_config
+from components.aws.vpc import s3_endpoint_policy
+from components.config.cluster import FULL_KEY
+from components.config.problems import ConfigError
+from components.config.stack_secrets import secrets_provider_problems
+from components.config.stackfile import STACKS_DIR, stack_file
+from components.config.validation import parse_cluster_config
 from scripts.cli.main import app
 from scripts.offline.mocks import _digest
 from scripts.offline.plan import write_plan

@@ -17,8 +17,8 @@ from moto import mock_aws
 from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS
 from moto.servicequotas.models import ServiceQuotasBackend
 
-from components.config import ClusterConfig
-from components.stackfile import load_stack
+from components.config.cluster import ClusterConfig
+from components.config.stackfile import load_stack
 
 REGION = "us-west-2"
 # P, Trn, and G and VT on-demand vCPUs at prod's maxNodes, partitions and Kubernetes pools together.

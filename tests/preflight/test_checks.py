@@ -13,8 +13,8 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError, EndpointConnectionError
 from botocore.stub import Stubber
 
-from components.config import ClusterConfig
-from components.validation import parse_cluster_config
+from components.config.cluster import ClusterConfig
+from components.config.validation import parse_cluster_config
 from scripts.preflight.checks import (
     CHECKS,
     QUOTAS,

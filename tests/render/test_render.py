@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from components.stackfile import load_stack
+from components.config.stackfile import load_stack
 from jobs.render import (
     SLURM_KILL_WAIT_S,
     TORCHRUN_SHUTDOWN_TIMEOUT_S,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from components.config import ClusterConfig
-from components.stackfile import load_stack
+from components.config.cluster import ClusterConfig
+from components.config.stackfile import load_stack
 from jobs.render import (
     RenderError,
     SignalLead,

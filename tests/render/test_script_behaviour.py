@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from components.stackfile import load_stack
+from components.config.stackfile import load_stack
 from jobs.render import JobTarget, container_image, render_image_pull, render_job, target_for_partition
 from tests.render.standins import JobSandbox, exported
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from components.config import ClusterConfig
-from components.validation import parse_cluster_config
+from components.config.cluster import ClusterConfig
+from components.config.validation import parse_cluster_config
 from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan, PlannedResource
 from tests.config.helpers import raw_config

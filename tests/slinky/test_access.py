@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components.problems import ConfigError
+from components.config.problems import ConfigError
 from components.slinky.specs import NLB_INTERNAL, login_service
 from scripts.offline.plan import write_plan
 from scripts.offline.plan_model import SECRET

@@ -15,7 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.config import ClusterConfig
+from components.config.cluster import ClusterConfig
 from components.slinky import accounts
 from components.slinky.accounts_document import desired_document, desired_json
 from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from components.config.teams import Identity
 from components.slinky import identity
 from components.slinky.specs import IDENTITY_CONFIG_MAP, SSSD, loginset_spec
-from components.teams import Identity
 from tests.conftest import require_tool, unavailable
 from tests.plan.fixtures import shipped_plan
 from tests.slinky.helpers import config_of, objects, variant

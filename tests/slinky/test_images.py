@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.config import Slurm
+from components.config.cluster import Slurm
+from components.config.rules.validators import image_pinned
 from components.slinky.images import (
     SERIES,
     SLINKY_REPOSITORIES,
@@ -18,7 +19,6 @@ from components.slinky.images import (
     release_series,
     slurm_image,
 )
-from components.validators import image_pinned
 from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan

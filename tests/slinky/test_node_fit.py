@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from components import catalog
-from components.config import ClusterConfig
+from components.compute import catalog
+from components.config.cluster import ClusterConfig
 from components.slinky.sizing import DAEMONSET_REQUESTS, slurm_cpus, slurmd_resources
 from components.slinky.specs import nodeset_spec
 from scripts.checks.eviction import MIB, qos_class, quantity, slinky_pod

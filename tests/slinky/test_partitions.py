@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from components import catalog
-from components.config import ClusterConfig
-from components.config_base import duration_seconds
-from components.scheduling import DEVICE_RESOURCES, EFA_RESOURCE
+from components.compute import catalog
+from components.compute.scheduling import DEVICE_RESOURCES, EFA_RESOURCE
+from components.config.base import duration_seconds
+from components.config.cluster import ClusterConfig
 from components.slinky.images import training_image
 from components.slinky.specs import partitions_document
 from scripts.offline.plan_model import Plan
@@ -147,7 +147,7 @@ def test_each_nodeset_is_autoscaled_on_its_own_queue(stack: str) -> None:
     prometheus = values["prometheus"]["prometheusSpec"]
     assert prometheus["serviceMonitorSelectorNilUsesHelmValues"] is False
     assert prometheus["podMonitorSelectorNilUsesHelmValues"] is False
-    # Grafana never with its chart's default admin password (components/observability.py's Secret instead);
+    # Grafana never with its chart's default admin password (components/observability/stack.py's Secret instead);
     # no Alertmanager without a receiver.
     assert values["grafana"]["admin"]["existingSecret"] == "grafana-admin"
     assert values["alertmanager"] == {"enabled": False}

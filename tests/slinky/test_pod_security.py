@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from components.cluster import SYSTEM_NODE_SELECTOR
-from components.health_settings import DCGM_JOB_MAP_DIR
+from components.aws.eks import SYSTEM_NODE_SELECTOR
+from components.lifecycle.health_settings import DCGM_JOB_MAP_DIR
 from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT, SLURM_NAMESPACE
-from components.namespaces import NAME_LABEL, POD_SECURITY, PREFIX, VERSION
+from components.segmentation.namespaces import NAME_LABEL, POD_SECURITY, PREFIX, VERSION
 from components.slinky import host_access
 from scripts.checks.admission_policy import Request, rejections
 from tests.plan.fixtures import shipped_plan

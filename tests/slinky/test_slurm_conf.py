@@ -52,7 +52,7 @@ SLURM_CONF_25_11: dict[str, frozenset[str] | None] = {
     "PriorityWeightPartition": None, "PriorityWeightQOS": None, "PriorityDecayHalfLife": None, "PriorityMaxAge": None,
     "AccountingStorageEnforce": frozenset({"all", "associations", "limits", "nojobs", "nosteps", "qos", "safe",
                                            "wckeys"}),
-    # The node checks (components/health_settings.py); None: a path, a number of seconds.
+    # The node checks (components/lifecycle/health_settings.py); None: a path, a number of seconds.
     "HealthCheckProgram": None, "HealthCheckInterval": None,
     "HealthCheckNodeState": frozenset({"ALLOC", "ANY", "CYCLE", "IDLE", "NONDRAINED_IDLE", "MIXED", "START_ONLY"}),
     "PrologFlags": frozenset({"Alloc", "Contain", "DeferBatch", "NoHold", "ForceRequeueOnFail", "RunInJob",
@@ -197,7 +197,8 @@ def test_a_stack_with_accounts_gets_fair_share_and_enforced_limits(tmp_path: Pat
 
 
 def test_srun_listens_on_one_range_outside_the_kernels_ephemeral_ports(plan: Plan) -> None:
-    """SrunPortRange pins srun's ports so NetworkPolicies can admit them (components/network_policies.py opens
+    """SrunPortRange pins srun's ports so NetworkPolicies can admit them (components/segmentation/network_policies.py
+    opens
     the same constant); outside Linux's default ip_local_port_range (32768-60999) no outgoing connection holds
     them, and clear of Slurm's daemons' ports."""
     low, high = (int(p) for p in controller_conf(plan)["SrunPortRange"].split("-"))

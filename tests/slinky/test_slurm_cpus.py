@@ -12,8 +12,8 @@ from pathlib import Path
 import moto
 import pytest
 
-from components import catalog
-from components.config import ClusterConfig
+from components.compute import catalog
+from components.config.cluster import ClusterConfig
 from components.slinky import sizing
 from components.slinky.sizing import pod_cpus, schedulable_cpus, slurm_cpus
 from components.slinky.specs import nodeset_spec

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from components.config.teams import Identity
 from components.slinky import identity
-from components.teams import Identity
 from tests.conftest import require_tool
 
 USERS = Identity.model_validate({"groups": {"ml": 30001}, "users": {"alice": {"uid": 20001, "groups": ["ml"]}}})

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from components.config.teams import Identity
 from components.slinky import identity
 from components.slinky.cluster import secret_key
-from components.teams import Identity
 from scripts.offline.plan_model import SECRET, UNKNOWN, known
 from tests.conftest import require_tool, unavailable
 from tests.slinky.helpers import from_directory, objects, plan_of, variant

@@ -3,8 +3,8 @@ state the sacctmgr fixtures in data/sacctmgr/ hold (tests/slurm/test_accounts_cu
 
 from __future__ import annotations
 
-from components.config import ClusterConfig
-from components.validation import parse_cluster_config
+from components.config.cluster import ClusterConfig
+from components.config.validation import parse_cluster_config
 from tests.config.helpers import raw_config
 
 # Names and IDs unlikely to exist on a machine running the tests.

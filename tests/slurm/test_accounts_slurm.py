@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from components.config import ClusterConfig
+from components.config.cluster import ClusterConfig
 from components.slinky import slurm_conf
 from components.slinky.accounts_document import desired_document
 from slurm import client

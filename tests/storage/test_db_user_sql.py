@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from components.accounting_db import DATABASE
-from components.accounting_db_user import grant_script, grant_sql
+from components.slinky.accounting_db import DATABASE
+from components.slinky.accounting_db_user import grant_script, grant_sql
 from tests.conftest import require_tool
 
 # mariadbd is in /usr/sbin, off a normal user's PATH; a missing one fails under CI=true (tests/conftest.py).

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from components.efs import CSI_CONTROLLER_SA, NFS_PORT, csi_controller_policy
-from components.efs_config import MODEL_DIRECTORY, MODEL_PVC, STORAGE_CLASS, Efs, model_volume
-from components.iam import Scope
+from components.aws.iam import Scope
+from components.config.efs import MODEL_DIRECTORY, MODEL_PVC, STORAGE_CLASS, Efs, model_volume
+from components.config.stackfile import load_stack
 from components.names import SLURM_NAMESPACE, claim_volume_name
-from components.stackfile import load_stack
+from components.storage.efs import CSI_CONTROLLER_SA, NFS_PORT, csi_controller_policy
 from scripts.checks import network
 from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
 from scripts.offline.mocks import cluster_security_group_id

@@ -8,9 +8,9 @@ from typing import Any
 import pulumi
 import pytest
 
-from components import config as cfg
+from components.config import cluster as cfg
 from components.names import SHARED_PVC, SLURM_NAMESPACE, claim_volume_name
-from components.storage import CSI_CONTROLLER_SA, repository_s3_config
+from components.storage.fsx import CSI_CONTROLLER_SA, repository_s3_config
 from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
 from scripts.offline.mocks import RealisticMocks, cluster_security_group_id
 from scripts.offline.plan_model import Plan, PlannedResource

@@ -9,7 +9,7 @@ import ipaddress
 
 import pytest
 
-from components.validation import parse_cluster_config
+from components.config.validation import parse_cluster_config
 from scripts.checks import pod_flows
 from scripts.checks.pod_flows import Address, Endpoint, Flow, Pod
 from scripts.twin.cluster import Twin, TwinPod

@@ -1,0 +1,20 @@
+"""`addons`: the Kubernetes-native side beside Slurm, each part opt-in (unset: not installed). They run on
+`kubernetesPools`, never on the partitions' nodes. Without Pulumi, so the config can import it."""
+
+from __future__ import annotations
+
+from components.config.base import Model
+from components.config.jupyterhub import JupyterHub
+from components.config.k8s_operators import KubeRay, MpiOperator, Volcano
+
+
+class Addons(Model):
+    jupyterhub: JupyterHub | None = None
+    kuberay: KubeRay | None = None
+    mpi_operator: MpiOperator | None = None
+    volcano: Volcano | None = None
+
+    @property
+    def batch_operators(self) -> bool:
+        """Whether any Kubernetes batch operator is on (then jobs get the `ml` namespace)."""
+        return any(a is not None for a in (self.kuberay, self.mpi_operator, self.volcano))
