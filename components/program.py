@@ -19,6 +19,7 @@ from components.config.cluster import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfi
 from components.config.k8s_pools import NodeGroup
 from components.config.problems import ConfigError
 from components.config.validation import parse_cluster_config
+from components.findings_render import render_block
 from components.lifecycle.node_repair import NodeRepair, NodeRepairArgs
 from components.names import SLURM_NAMESPACE
 from components.observability.cloudwatch import GrafanaCloudWatch
@@ -48,7 +49,7 @@ def load_config() -> ClusterConfig:
     except ConfigError as exc:
         raise pulumi.RunError(exc.render()) from None
     for warning in warnings:
-        pulumi.log.warn(warning.render())
+        pulumi.log.warn(render_block(warning))
     return config
 
 

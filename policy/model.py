@@ -8,6 +8,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from components.findings import Finding, Severity, resource_label
+
 # A value only known after deploy. The offline plan writes this marker, and the online pack maps
 # preview's unknowns to it: rules never report what they cannot see (`pulumi up` checks again, known).
 UNKNOWN = "[unknown]"
@@ -31,6 +33,18 @@ class Resource(Protocol):
 class Enforcement(StrEnum):
     mandatory = "mandatory"  # blocks `pulumi preview/up`; `slurm-eks policy` exits 1
     advisory = "advisory"  # reported only
+
+
+# A violation is a finding (components/findings.py) whose severity is its rule's level for the stack.
+SEVERITY: Mapping[Enforcement, Severity] = MappingProxyType({Enforcement.mandatory: "error",
+                                                             Enforcement.advisory: "warning"})
+ENFORCEMENT: Mapping[str, Enforcement] = MappingProxyType({s: e for e, s in SEVERITY.items()})
+
+
+def violation(rule: Rule, urn: str, message: str) -> Finding:
+    """What `rule` found in the resource `urn`, at the rule's own level (the pack's config may change it)."""
+    return Finding(rule=rule.name, severity=SEVERITY[rule.enforcement], resource=resource_label(urn), urn=urn,
+                   message=message, fix=rule.fix)
 
 
 ResourceCheck = Callable[[str, Mapping[str, Any]], list[str]]
@@ -73,10 +87,10 @@ class ResourceRule:
             return {}
         return {self.waiver.key: {"type": "boolean", "default": False, "description": self.waiver.description}}
 
-    def evaluate(self, resource: Resource, settings: Settings = NO_SETTINGS) -> list[Violation]:
+    def evaluate(self, resource: Resource, settings: Settings = NO_SETTINGS) -> list[Finding]:
         if resource.type not in self.types or (self.waiver and self.waiver.excuses(resource, settings)):
             return []
-        return [Violation(self, resource.urn, m, self.enforcement) for m in self.check(resource.type, resource.inputs)]
+        return [violation(self, resource.urn, m) for m in self.check(resource.type, resource.inputs)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,19 +105,11 @@ class StackRule:
     def config_schema(self) -> dict[str, dict[str, Any]]:
         return {}  # no stack rule takes settings yet
 
-    def evaluate(self, resources: Sequence[Resource]) -> list[Violation]:
-        return [Violation(self, urn, m, self.enforcement) for urn, m in self.check(resources)]
+    def evaluate(self, resources: Sequence[Resource]) -> list[Finding]:
+        return [violation(self, urn, m) for urn, m in self.check(resources)]
 
 
 Rule = ResourceRule | StackRule
-
-
-@dataclass(frozen=True)
-class Violation:
-    rule: Rule
-    urn: str
-    message: str
-    enforcement: Enforcement  # the rule's, or what the pack's config sets for this stack
 
 
 def dig(value: Any, *path: str) -> Any:

@@ -21,7 +21,8 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from policy.model import UNKNOWN, Enforcement, ResourceRule, Rule, StackRule, Violation
+from components.findings import Finding
+from policy.model import UNKNOWN, Enforcement, ResourceRule, Rule, StackRule
 from policy.ruleset import RULES
 
 LEVELS = {Enforcement.mandatory: EnforcementLevel.MANDATORY, Enforcement.advisory: EnforcementLevel.ADVISORY}
@@ -54,9 +55,9 @@ def _get(container: Any, key: Any) -> Any:
         return UNKNOWN
 
 
-def _report(violations: list[Violation], report: ReportViolation, with_urn: bool) -> None:
+def _report(violations: list[Finding], report: ReportViolation, with_urn: bool) -> None:
     for v in violations:
-        report(f"{v.message}. Fix: {v.rule.fix}", v.urn if with_urn else None)
+        report(f"{v.message}. Fix: {v.fix}", v.urn if with_urn else None)
 
 
 def config_schema(rule: Rule) -> PolicyConfigSchema | None:

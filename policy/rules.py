@@ -7,8 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.findings import Finding
 from components.slinky.images import pinning_problem
-from policy.model import NO_SETTINGS, UNKNOWN, Resource, ResourceRule, Settings, Violation, Waiver, dig, enabled, items
+from policy.model import NO_SETTINGS, UNKNOWN, Resource, ResourceRule, Settings, Waiver, dig, enabled, items, violation
 from policy.network import INGRESS_TYPES, WORLD, ingress_of
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -226,13 +227,6 @@ def eks_addon_pinned(type_: str, inputs: Mapping[str, Any]) -> list[str]:
             "which changes under the same code"]
 
 
-def node_class_ami_pinned(type_: str, inputs: Mapping[str, Any]) -> list[str]:
-    # Karpenter v1 aliases are `<family>@<version>`; `@latest` (or an ID/name/tag selector) follows new AMIs.
-    terms = items(dig(inputs, "spec", "amiSelectorTerms"))
-    aliases = [str(t.get("alias", "")) for t in terms if isinstance(t, Mapping)]
-    if UNKNOWN in aliases or (aliases and all(a and not a.endswith("@latest") for a in aliases)):
-        return []
-    return [f"spec.amiSelectorTerms {aliases or terms} do not pin an AMI release: every new AMI drifts every node"]
 
 
 IMDSV2_REQUIRED = ResourceRule(
@@ -357,13 +351,6 @@ EKS_ADDON_PINNED = ResourceRule(
         covers=lambda _type, inputs: inputs.get("addonName") == "aws-ebs-csi-driver",
     ),
 )
-NODE_CLASS_AMI_PINNED = ResourceRule(
-    name="nodeclass-ami-pinned",
-    description="EC2NodeClasses select one AL2023 release (alias al2023@vYYYYMMDD), not @latest.",
-    fix="set nodeImage.release in the stack config; a new release then rolls out in nodeImage.maintenanceWindow",
-    types=frozenset({NODE_CLASS}),
-    check=node_class_ami_pinned,
-)
 
 RDS_PARAMETER_GROUP = "aws:rds/parameterGroup:ParameterGroup"
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
@@ -389,21 +376,8 @@ def rds_require_tls(type_: str, inputs: Mapping[str, Any]) -> list[str]:
     return ["require_secure_transport is not ON: clients may log in without TLS (RDS's default up to MariaDB 11.4)"]
 
 
-def fsx_backups(type_: str, inputs: Mapping[str, Any]) -> list[str]:
-    if not str(inputs.get("deploymentType", "")).startswith("PERSISTENT"):
-        return []  # scratch file systems cannot be backed up
-    days = inputs.get("automaticBackupRetentionDays")
-    if days == UNKNOWN or (isinstance(days, int | float) and days >= 1):
-        return []
-    # Online, numbers arrive as floats (a protobuf Struct): 0.0 reads as 0 here too.
-    shown = "unset (0)" if days is None else f"{days:g}" if isinstance(days, int | float) else days
-    return [f"automaticBackupRetentionDays is {shown}: no daily backups"]
 
 
-def dra_keeps_s3_copies(type_: str, inputs: Mapping[str, Any]) -> list[str]:
-    if "DELETED" not in items(dig(inputs, "s3", "autoExportPolicy", "events")):
-        return []
-    return ["s3.autoExportPolicy exports DELETED: removing a file (a pruned checkpoint) deletes its S3 object"]
 
 
 def s3_endpoint_scoped(type_: str, inputs: Mapping[str, Any]) -> list[str]:
@@ -444,20 +418,6 @@ RDS_REQUIRE_TLS = ResourceRule(
     fix="add the parameter require_secure_transport = ON to the parameter group",
     types=frozenset({RDS_PARAMETER_GROUP}),
     check=rds_require_tls,
-)
-FSX_BACKUPS = ResourceRule(
-    name="fsx-backups",
-    description="Persistent FSx for Lustre file systems keep daily automatic backups for at least one day.",
-    fix="set storage.fsx.automaticBackupRetentionDays to 1 or more (automaticBackupRetentionDays on the file system)",
-    types=frozenset({FSX}),
-    check=fsx_backups,
-)
-DRA_KEEPS_S3_COPIES = ResourceRule(
-    name="dra-keeps-s3-copies",
-    description="FSx data repository associations do not export deletions to S3.",
-    fix="export [NEW, CHANGED] only (storage.fsx.repositories[].export)",
-    types=frozenset({DRA}),
-    check=dra_keeps_s3_copies,
 )
 S3_ENDPOINT_SCOPED = ResourceRule(
     name="s3-endpoint-scoped",
@@ -506,11 +466,10 @@ class ListedExceptionsRule(ResourceRule):
         return {self.exceptions: {"type": "object", "additionalProperties": {"type": "string", "minLength": 1},
                                   "default": {}, "description": self.exceptions_description}}
 
-    def evaluate(self, resource: Resource, settings: Settings = NO_SETTINGS) -> list[Violation]:
+    def evaluate(self, resource: Resource, settings: Settings = NO_SETTINGS) -> list[Finding]:
         if resource.type not in self.types:
             return []
-        return [Violation(self, resource.urn, m, self.enforcement)
-                for m in self.check_listed(resource.type, resource.inputs, settings)]
+        return [violation(self, resource.urn, m) for m in self.check_listed(resource.type, resource.inputs, settings)]
 
 
 NAMESPACE_POD_SECURITY = ListedExceptionsRule(
@@ -532,7 +491,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
     IMDSV2_REQUIRED, EBS_ENCRYPTED, FSX_ENCRYPTED, EFS_ENCRYPTED, RDS_ENCRYPTED, RDS_NOT_PUBLIC,
     RDS_DELETION_PROTECTION,
     NO_WORLD_SSH, EKS_API_NOT_WORLD, EKS_PRIVATE_ENDPOINT, EKS_SECRETS_ENCRYPTION, NODE_POOL_KEEPS_BUSY_NODES,
-    IMAGES_PINNED, EKS_ADDON_PINNED, NODE_CLASS_AMI_PINNED,
-    RDS_MANAGED_PASSWORD, RDS_REQUIRE_TLS, FSX_BACKUPS, DRA_KEEPS_S3_COPIES, S3_ENDPOINT_SCOPED,
+    IMAGES_PINNED, EKS_ADDON_PINNED,
+    RDS_MANAGED_PASSWORD, RDS_REQUIRE_TLS, S3_ENDPOINT_SCOPED,
     NAMESPACE_POD_SECURITY,
 )

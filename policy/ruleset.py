@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from policy.model import Resource, ResourceRule, StackRule, Violation
+from components.findings import Finding
+from policy.model import SEVERITY, Resource, ResourceRule, StackRule
 from policy.pack_config import PackConfig, parse
 from policy.rules import RESOURCE_RULES
 from policy.stack_rules import STACK_RULES
@@ -13,9 +14,10 @@ from policy.stack_rules import STACK_RULES
 RULES: tuple[ResourceRule | StackRule, ...] = (*RESOURCE_RULES, *STACK_RULES)
 
 
-def evaluate(resources: Sequence[Resource], config: PackConfig | None = None) -> list[Violation]:
+def evaluate(resources: Sequence[Resource], config: PackConfig | None = None) -> list[Finding]:
     """All violations of all rules, resource rules first, each in resource order. `config` (the stack's pack
-    config; default: none) disables rules, sets their levels and their settings, as Pulumi does online."""
+    config; default: none) disables rules, sets their levels (a violation's severity: error for mandatory, warning
+    for advisory) and their settings, as Pulumi does online."""
     config = config or parse({}, RULES)
     found = []
     for rule in RULES:
@@ -26,5 +28,5 @@ def evaluate(resources: Sequence[Resource], config: PackConfig | None = None) ->
             violations = [v for r in resources for v in rule.evaluate(r, config.settings_of(rule))]
         else:
             violations = rule.evaluate(resources)
-        found += [replace(v, enforcement=level) for v in violations]
+        found += [replace(v, severity=SEVERITY[level]) for v in violations]
     return found

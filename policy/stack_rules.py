@@ -11,7 +11,7 @@ from typing import Any
 
 from policy.model import UNKNOWN, Enforcement, Resource, StackRule, dig, items
 from policy.network import SECURITY_GROUP, ingress_of
-from policy.rules import FSX, NODE_POOL, RDS
+from policy.rules import FSX, RDS
 
 NODE_SET = "kubernetes:slinky.slurm.net/v1beta1:NodeSet"
 BUCKETS = frozenset({"aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"})
@@ -22,13 +22,6 @@ BUCKET_ENCRYPTION = frozenset({
 })
 BLOCK_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
 PUBLIC_ACLS = frozenset({"public-read", "public-read-write", "authenticated-read"})
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
-ZONE_KEYS = ("topology.kubernetes.io/zone", "topology.k8s.aws/zone-id")
-CAPACITY_TYPE = "karpenter.sh/capacity-type"
-# Karpenter's values of karpenter.sh/capacity-type. A Capacity Block partition (capacityType: capacity-block) is
-# `reserved` to Karpenter, told apart from ODCRs by karpenter.k8s.aws/capacity-reservation-type (aws/
-# karpenter-provider-aws v1.14.1 website/content/en/docs/tasks/odcrs.md): no fourth value here.
-CAPACITY_TYPES = frozenset({"on-demand", "spot", "reserved"})
 _GUARDED = {FSX: "FSx for Lustre", RDS: "the RDS database"}
 
 Finding = tuple[str, str]
@@ -84,57 +77,16 @@ def s3_encrypted(resources: Sequence[Resource]) -> list[Finding]:
     return findings
 
 
-def efa_node_pools(resources: Sequence[Resource]) -> list[Resource]:
-    """NodePools that a NodeSet asking for EFA interfaces can schedule onto (its nodeSelector matches)."""
-    pools = [r for r in resources if r.type == NODE_POOL]
-    selected: dict[str, Resource] = {}
-    for node_set in (r for r in resources if r.type == NODE_SET and _mentions(r.inputs.get("spec"), EFA_RESOURCE)):
-        selector = dig(node_set.inputs, "spec", "template", "spec", "nodeSelector") or {}
-        for pool in pools:
-            labels = dig(pool.inputs, "spec", "template", "metadata", "labels") or {}
-            if all(labels.get(k) == v for k, v in selector.items()):
-                selected[pool.urn] = pool
-    return list(selected.values())
 
 
-def _mentions(value: Any, key: str) -> bool:
-    """Whether `key` is a key anywhere in value: resource requests sit at different depths per workload."""
-    if isinstance(value, Mapping):
-        return key in value or any(_mentions(v, key) for v in value.values())
-    return any(_mentions(v, key) for v in items(value))
 
 
-def _requirement(pool: Resource, keys: Sequence[str]) -> Mapping[str, Any] | None:
-    return next((r for r in items(dig(pool.inputs, "spec", "template", "spec", "requirements"))
-                 if isinstance(r, Mapping) and r.get("key") in keys), None)
 
 
-def efa_single_zone(resources: Sequence[Resource]) -> list[Finding]:
-    findings = []
-    for pool in efa_node_pools(resources):
-        req = _requirement(pool, ZONE_KEYS)
-        values = items(req.get("values")) if req else []
-        if not (req and req.get("operator") == "In" and len(values) == 1):
-            where = f"{req.get('operator')} {values}" if req else "any zone"
-            findings.append((pool.urn, f"an EFA partition's nodes may land in {where}: EFA does not cross zones, "
-                                       "so a job spanning two would lose its fabric"))
-    return findings
 
 
-def efa_no_spot(resources: Sequence[Resource]) -> list[Finding]:
-    findings = []
-    for pool in efa_node_pools(resources):
-        if "spot" in _capacity_types(_requirement(pool, (CAPACITY_TYPE,))):
-            findings.append((pool.urn, "an EFA partition may launch spot nodes: one interruption kills the whole "
-                                       "multi-node job"))
-    return findings
 
 
-def _capacity_types(req: Mapping[str, Any] | None) -> frozenset[str]:
-    if req is None:
-        return frozenset({"on-demand"})  # Karpenter's default without a capacity-type requirement
-    values = frozenset(items(req.get("values")))
-    return {"In": values, "NotIn": CAPACITY_TYPES - values}.get(str(req.get("operator")), CAPACITY_TYPES)
 
 
 STORAGE_CLUSTER_ONLY = StackRule(
@@ -157,20 +109,6 @@ S3_ENCRYPTED = StackRule(
     fix="add an aws.s3.BucketServerSideEncryptionConfiguration with sse_algorithm aws:kms (or AES256)",
     check=s3_encrypted,
     enforcement=Enforcement.advisory,
-)
-EFA_SINGLE_ZONE = StackRule(
-    name="efa-single-zone",
-    description="EFA partitions keep their nodes in one availability zone.",
-    fix="set network.efaAvailabilityZone: the NodePool needs a topology.kubernetes.io/zone In requirement with "
-        "exactly one zone",
-    check=efa_single_zone,
-)
-EFA_NO_SPOT = StackRule(
-    name="efa-no-spot",
-    description="EFA partitions run on on-demand or reserved capacity (ODCRs or Capacity Blocks), never spot.",
-    fix="set the partition's capacityType to on-demand, or reserved or capacity-block (with "
-        "capacityReservationIds)",
-    check=efa_no_spot,
 )
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -234,6 +172,6 @@ VPC_FLOW_LOG = StackRule(
 )
 
 STACK_RULES: tuple[StackRule, ...] = (
-    STORAGE_CLUSTER_ONLY, S3_PUBLIC_ACCESS_BLOCKED, S3_ENCRYPTED, EFA_SINGLE_ZONE, EFA_NO_SPOT, NAMESPACE_DEFAULT_DENY,
+    STORAGE_CLUSTER_ONLY, S3_PUBLIC_ACCESS_BLOCKED, S3_ENCRYPTED, NAMESPACE_DEFAULT_DENY,
     VPC_FLOW_LOG,
 )

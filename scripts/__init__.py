@@ -1,4 +1,4 @@
-"""The `slurm-eks` tool, one package per job. Dependencies point one way (tests/test_architecture.py):
+"""The `slurm-eks` tool, one package per job. Dependencies point one way (pyproject.toml's import-linter contracts):
 
 - `cli/`: the typer commands, the only layer that prints or exits; it may import everything below.
 - `offline/`: the Pulumi program under mocks, the recorded plan and the diff of two plans.

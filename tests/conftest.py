@@ -18,6 +18,7 @@ from typing import NoReturn
 
 import pytest
 
+from components import upstream
 from scripts.manifests.manifest_schema import SchemaRegistry
 from slurm import local
 from slurm.local import installation
@@ -58,6 +59,14 @@ def crds_dir() -> Path:
 def crd_registry(crds_dir: Path) -> SchemaRegistry:
     """Every upstream CRD, parsed once per session (about 1.5 s of YAML)."""
     return SchemaRegistry.from_crd_dirs([crds_dir])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _upstream_cache() -> None:
+    """The upstream files the program reads (the MPI Operator's release manifest), in build/upstream as `make
+    upstream` leaves them: copied from ../shared/upstream, SHA-256 checked, when missing (never downloaded). Without
+    ../shared, a plan that needs one stops with the fix, as a user's would."""
+    upstream.fill(mirror=SHARED / "upstream" if (SHARED / "upstream").is_dir() else None, download=False)
 
 
 def require_tool(name: str, hint: str | None = None) -> str:

@@ -1,299 +1,249 @@
-"""The layering the README's "Map of the tree" promises, read from the source: no import cycles, and no
-import that crosses a line (function-level imports count too: they still make the cycle or the
-dependency, only later)."""
+"""The layering the README's "Map of the tree" promises: import-linter contracts in pyproject.toml's
+`[tool.importlinter]` (custom types in tests/architecture/contracts.py), run over the real tree, and each one shown
+broken on a throw-away tree that breaks it (the same contract, read from pyproject.toml). Engines neither print
+nor exit: not an import rule, so a small AST walk here."""
 
 from __future__ import annotations
 
 import ast
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+import json
+import os
+import re
+import subprocess
+import tomllib
 from pathlib import Path
+from typing import Any
 
-import pytest
+from tests.conftest import REPO, require_module, require_tool
 
-REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("components", "scripts", "slurm", "jobs", "policy")
-ENGINES = ("scripts.offline", "scripts.checks", "scripts.manifests", "scripts.preflight", "scripts.data",
-           "scripts.advise", "scripts.k8s", "scripts.cost", "scripts.twin")
-
-
-# Agent code components/ ships as source files in ConfigMaps: imported (not read by path) so the dependency shows.
-SHIPPED_SOURCES = ("slurm.rest_client", "slurm.accounts", "slurm.health", "slurm.topology", "slurm.capacity",
-                   "slurm.aws")
+CONFIG: dict[str, Any] = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+CONTRACTS: dict[str, dict[str, Any]] = {c["id"]: c for c in CONFIG["contracts"]}
+ROOTS: list[str] = CONFIG["root_packages"]
+# The engines and the programs inside them, as their contracts name them.
+ENGINES: list[str] = CONTRACTS["engines"]["source_modules"]
+PROGRAMS: list[str] = CONTRACTS["programs"]["source_modules"]
 
 
-@dataclass(frozen=True)
-class Import:
-    source: str  # the importing module
-    target: str  # the imported module, resolved to a project module where it is one
-    line: int
+def lint_imports(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` in `cwd` (its root packages are found there; tests.architecture.contracts in this repo)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "1000", "NO_COLOR": "1", "TERM": "dumb"}
+    return subprocess.run([require_tool("lint-imports", "the dev extra: make setup-extras"), "--no-cache",
+                           "--no-logo", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
-@dataclass
-class Project:
-    root: Path
-    modules: dict[str, Path]
-    imports: list[Import]
-
-    def edges(self) -> dict[str, set[str]]:
-        graph: dict[str, set[str]] = {m: set() for m in self.modules}
-        for imp in self.imports:
-            if imp.target in self.modules:
-                graph[imp.source].add(imp.target)
-        return graph
-
-    def reachable(self, start: str) -> set[str]:
-        """Every module imported from `start`, directly or through project modules (third-party included)."""
-        by_source: dict[str, set[str]] = {}
-        for imp in self.imports:
-            by_source.setdefault(imp.source, set()).add(imp.target)
-        seen: set[str] = set()
-        todo = [start]
-        while todo:
-            for target in by_source.get(todo.pop(), ()):
-                if target not in seen:
-                    seen.add(target)
-                    if target in self.modules:
-                        todo.append(target)
-        return seen
+def test_the_contracts_hold() -> None:
+    result = lint_imports(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in result.stdout
 
 
-def module_name(root: Path, path: Path) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+def test_the_graph_is_the_whole_project() -> None:
+    # A graph that missed modules would keep every contract: every .py file under the root packages is in it (a
+    # directory without __init__.py would not be), and the third-party imports the contracts rest on are seen.
+    grimp = require_module("grimp", "the dev extra (import-linter's graph): make setup-extras")
+    graph = grimp.build_graph(*ROOTS, include_external_packages=True, cache_dir=None)
+    files = {".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+             for root in ROOTS for p in (REPO / root).rglob("*.py")}
+    assert {m for m in graph.modules if m.split(".")[0] in ROOTS} == files
+    assert "torch" in graph.find_upstream_modules("jobs.train", as_package=True)
+    assert "pulumi" in graph.find_upstream_modules("components.program")
 
 
-def read_project(root: Path, packages: tuple[str, ...] = PACKAGES) -> Project:
-    modules = {module_name(root, p): p for pkg in packages for p in sorted((root / pkg).rglob("*.py"))
-               if ".venv" not in p.parts}
-    if (root / "__main__.py").exists():
-        modules["__main__"] = root / "__main__.py"
-    imports = [imp for name, path in modules.items() for imp in _imports(name, path, modules)]
-    return Project(root, modules, imports)
+def test_every_contract_is_shown_broken() -> None:
+    # Each contract has a test below that breaks it on a throw-away tree.
+    assert set(re.findall(r'broken\(tmp_path, "([^"]+)"', Path(__file__).read_text())) == set(CONTRACTS)
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterator[Import]:
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield Import(name, alias.name, node.lineno)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative: from . import x, from ..a import b
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                yield Import(name, sub if sub in modules else base, node.lineno)
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value)  # a JSON string is a TOML basic string
 
 
-def cycles(project: Project) -> list[list[str]]:
-    """Strongly connected components with more than one module, or a module importing itself (Tarjan)."""
-    graph = project.edges()
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1 or v in graph[v]:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
-
-
-def _under(module: str, prefix: str) -> bool:
-    return module == prefix or module.startswith(prefix + ".")
-
-
-def _stdlib(module: str) -> bool:
-    return module.split(".")[0] in sys.stdlib_module_names or module == "__future__"
-
-
-def layering_violations(project: Project) -> list[str]:
-    """Each crossing of the README's lines, as `file:line: what`."""
-    found: list[str] = []
-
-    def report(imp: Import, why: str) -> None:
-        found.append(f"{project.modules[imp.source].relative_to(project.root)}:{imp.line}: "
-                     f"{imp.source} imports {imp.target}: {why}")
-
-    for imp in project.imports:
-        if _under(imp.source, "components") and any(
-                _under(imp.target, p) for p in ("scripts", "policy", "slurm", "jobs")) and not any(
-                _under(imp.target, p) for p in SHIPPED_SOURCES):
-            report(imp, "components/ builds resources and is used by the tools, never the other way")
-        if _under(imp.source, "policy") and _under(imp.target, "scripts"):
-            report(imp, "the policy pack runs inside `pulumi preview` without the CLI")
-        if any(_under(imp.source, e) for e in ENGINES) and (
-                _under(imp.target, "scripts.cli") or imp.target.split(".")[0] in ("typer", "rich")):
-            report(imp, "engines return values and raise errors; only scripts/cli prints or exits")
-        if _under(imp.source, "scripts.manifests") and imp.target.split(".")[0] in PACKAGES \
-                and not _under(imp.target, "scripts.manifests"):
-            report(imp, "the manifest validator stands alone")
-    for program in PROGRAMS:
-        found += [f"{program} imports {imp.target}: it runs by path with the machine's python3 (standard library "
-                  "only)" for imp in project.imports if imp.source == program and not _stdlib(imp.target)]
-        found += [f"{imp.source} imports {program}: it is a program, run by path" for imp in project.imports
-                  if imp.target == program]
-    for module in project.modules:
-        if _under(module, "slurm"):
-            for target in sorted(project.reachable(module)):
-                if target.split(".")[0] in ("pulumi", "pulumi_aws", "pulumi_eks", "pulumi_kubernetes"):
-                    found.append(f"{module} reaches {target}: the job client runs on the login pod without Pulumi")
-    for module in project.modules:
-        if _under(module, "slurm.accounts"):
-            found += [f"{module} reaches {target}: the accounts reconcile runs on the login image's python3 "
-                      "(standard library only)" for target in sorted(project.reachable(module))
-                      if not (_stdlib(target) or _under(target, "slurm.accounts"))]
-    lifecycle = ("slurm.health", "slurm.topology", "slurm.capacity", "slurm.aws")
-    for module in project.modules:
-        if any(_under(module, pkg) for pkg in lifecycle):
-            found += [f"{module} reaches {target}: the node lifecycle controller runs on the login image's "
-                      "python3 (standard library only)" for target in sorted(project.reachable(module))
-                      if not (_stdlib(target) or any(_under(target, pkg) for pkg in lifecycle))]
-    if "jobs.train" in project.modules:
-        for target in sorted(project.reachable("jobs.train")):
-            if not (_stdlib(target) or target.split(".")[0] == "torch" or _under(target, "jobs")
-                    or (target.split(".")[0] == "torch_xla" and _xla_only(project, target))):
-                found.append(f"jobs.train reaches {target}: the entry point runs in any PyTorch image "
-                             "(torch and the standard library only; torch_xla only from jobs.training.xla)")
-    return found
-
-
-def _xla_only(project: Project, target: str) -> bool:
-    """torch_xla is in the Neuron image only: jobs.training.xla alone may import it, and nothing imports that
-    module at its top level (test_the_entry_point_imports_without_torch_xla runs the check for real)."""
-    return all(imp.source == "jobs.training.xla" for imp in project.imports if imp.target == target)
-
-
-# Programs inside an engine's package that run as processes of their own (by path, never imported): they end as
-# programs do. scripts/twin/pod_init.py is a twin pod's first process; its forked children must os._exit.
-PROGRAMS = ("scripts.twin.pod_init",)
-
-
-def engine_exits(project: Project) -> list[str]:
-    """print(), sys.exit() and exit() calls in the engines."""
-    found = []
-    for module, path in project.modules.items():
-        if not any(_under(module, e) for e in ENGINES) or module in PROGRAMS:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call):
-                name = ast.unparse(node.func)
-                if name in ("print", "exit", "quit", "sys.exit", "os._exit"):
-                    found.append(f"{path.relative_to(project.root)}:{node.lineno}: {name}()")
-    return found
-
-
-@pytest.fixture(scope="module")
-def repo() -> Project:
-    return read_project(REPO)
-
-
-def test_the_walk_sees_the_whole_project(repo: Project) -> None:
-    # A walk that found nothing would pass every rule below.
-    assert {"components.program", "scripts.cli.main", "slurm.client", "jobs.train", "policy.rules"} <= set(
-        repo.modules)
-    assert "torch" in repo.reachable("jobs.train") and "pulumi" in repo.reachable("components.program")
-
-
-def test_no_import_cycles(repo: Project) -> None:
-    assert cycles(repo) == []
-
-
-def test_layering(repo: Project) -> None:
-    assert layering_violations(repo) == []
-
-
-def test_engines_neither_print_nor_exit(repo: Project) -> None:
-    assert engine_exits(repo) == []
-
-
-# The checks themselves, each shown to fire on a tree that breaks it.
-
-def _tree(tmp_path: Path, files: dict[str, str]) -> Project:
+def broken(tmp_path: Path, contract_id: str, files: dict[str, str]) -> str:
+    """Lint a throw-away tree of `files` with pyproject.toml's contract `contract_id` alone and return the report of
+    the broken contract (failing if it was kept). The tree gets every root package and every module the contract
+    names (import-linter refuses a contract naming a module that is not there); an `ignore_imports` line that
+    matches nothing in so small a tree is not an error here."""
     for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return read_project(tmp_path)
+        _write(tmp_path, name, text)
+    contract = CONTRACTS[contract_id]
+    named = [m for key in ("source_modules", "forbidden_modules", "allowed_modules", "protected_modules",
+                           "allowed_importers", "ancestors", "packages") for m in contract.get(key, [])]
+    for module in [*ROOTS, *named]:
+        path = Path(*module.split("."))
+        if module.split(".")[0] in ROOTS and "*" not in module and not any(
+                (tmp_path / p).exists() for p in (path.with_suffix(".py"), path / "__init__.py")):
+            _write(tmp_path, str(path / "__init__.py"), "")
+    contract = {**contract, **({"unmatched_ignore_imports_alerting": "none"} if "ignore_imports" in contract else {})}
+    session = {k: v for k, v in CONFIG.items() if k != "contracts"}
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.importlinter]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in session.items())
+        + "\n[[tool.importlinter.contracts]]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in contract.items()))
+    result = lint_imports(tmp_path, "--contract", contract_id)
+    assert result.returncode == 1 and f"{contract['name']} BROKEN" in result.stdout, result.stdout + result.stderr
+    return result.stdout.partition("Broken contracts")[2]
 
 
-def test_a_cycle_through_a_function_level_import_is_found(tmp_path: Path) -> None:
-    project = _tree(tmp_path, {
-        "scripts/__init__.py": "", "scripts/cli/__init__.py": "",
+def _write(root: Path, name: str, text: str) -> None:
+    """Write the module `name` (a path under `root`), making each directory above it a package."""
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for package in path.relative_to(root).parents[:-1]:
+        if not (root / package / "__init__.py").exists():
+            (root / package / "__init__.py").write_text("")
+    path.write_text(text)
+
+
+def test_components_importing_a_tool_or_an_unshipped_slurm_module_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "components", {
+        "components/aws/eks.py": "from scripts.offline import mocks\nimport slurm.health\nfrom slurm import client\n",
+        "scripts/offline/mocks.py": "", "slurm/client.py": "", "slurm/health/__init__.py": "",
+    })
+    assert "components.aws.eks -> scripts.offline.mocks (l.1)" in report
+    assert "components.aws.eks -> slurm.client (l.3)" in report
+    assert "slurm.health" not in report  # shipped as source: allowed
+
+
+def test_the_policy_pack_importing_the_cli_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "policy", {"policy/rules.py": "from scripts.cli import main\n",
+                                         "scripts/cli/main.py": ""})
+    assert "policy.rules -> scripts.cli.main" in report
+
+
+def test_an_engine_importing_the_cli_or_typer_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "engines", {
+        "scripts/offline/plan.py": "import typer\n",
+        "scripts/cost/estimate.py": "from scripts.cli import main\n", "scripts/cli/main.py": "",
+    })
+    assert "scripts.offline.plan -> typer" in report and "scripts.cost.estimate -> scripts.cli.main" in report
+
+
+def test_the_manifest_validator_importing_the_project_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "manifests", {
+        "scripts/manifests/crd_schema.py": "from components.compute import catalog\nfrom scripts.checks import x\n",
+        "components/compute/catalog.py": "", "scripts/checks/x.py": "",
+    })
+    assert "scripts.manifests.crd_schema -> components.compute.catalog" in report
+    assert "scripts.manifests.crd_schema -> scripts.checks.x" in report
+
+
+def test_pulumi_reached_from_slurm_through_another_package_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "slurm", {
+        "slurm/client.py": "from components.config import cluster\n",
+        "components/config/cluster.py": "import pulumi\n",
+    })
+    assert "slurm.client -> components.config.cluster (l.1)" in report and "-> pulumi (l.1)" in report
+
+
+def test_a_third_party_module_reached_from_the_accounts_reconcile_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "accounts", {
+        "slurm/accounts/plan.py": "import json\nfrom slurm import jobinfo\n", "slurm/jobinfo.py": "import yaml\n",
+    })
+    assert "slurm.accounts reaches slurm.jobinfo (slurm.accounts.plan -> slurm.jobinfo)" in report
+    assert "slurm.accounts reaches yaml (slurm.accounts.plan -> slurm.jobinfo -> yaml)" in report
+    assert "reaches json" not in report
+
+
+def test_the_lifecycle_packages_reaching_outside_themselves_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "lifecycle", {
+        "slurm/health/__main__.py": "from slurm.topology import sync\n",  # one another: allowed
+        "slurm/topology/sync.py": "import boto3\n",
+        "slurm/capacity/blocks.py": "from slurm.client import Client\n", "slurm/client.py": "",
+    })
+    assert "slurm.topology reaches boto3 (slurm.topology.sync -> boto3)" in report
+    assert "slurm.health reaches boto3 (slurm.health.__main__ -> slurm.topology.sync -> boto3)" in report
+    assert "slurm.capacity reaches slurm.client" in report
+
+
+def test_pulumi_reached_from_the_stack_config_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "config", {
+        "components/config/cluster.py": "import pydantic\nfrom components.compute import catalog, nodepools\n",
+        "components/compute/catalog.py": "", "components/compute/nodepools.py": "import pulumi_aws\n",
+    })
+    assert "components.config.cluster -> components.compute.nodepools (l.2)" in report
+    assert "components.compute.nodepools -> pulumi_aws (l.1)" in report
+
+
+def test_a_third_party_import_reached_from_the_entry_point_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "train", {
+        "jobs/train.py": "import os\nimport torch\nfrom jobs.training import data, xla\n",
+        "jobs/training/data.py": "import numpy\n", "jobs/training/xla.py": "import torch_xla.runtime\n",
+    })
+    assert "jobs.train reaches numpy (jobs.train -> jobs.training.data -> numpy)" in report
+    assert "reaches torch" not in report
+
+
+def test_torch_xla_imported_outside_the_xla_module_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "torch-xla", {
+        "jobs/training/xla.py": "import torch_xla\n", "jobs/training/data.py": "import torch_xla\n",
+    })
+    assert "jobs.training.data -> torch_xla" in report and "jobs.training.xla ->" not in report
+
+
+def test_a_program_importing_beyond_the_standard_library_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "programs", {"scripts/twin/pod_init.py": "import os\nfrom scripts.twin import plan\n",
+                                           "scripts/twin/plan.py": ""})
+    assert "scripts.twin.pod_init reaches scripts.twin.plan" in report
+
+
+def test_a_program_imported_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "programs-run-by-path", {
+        "scripts/twin/pod_init.py": "", "scripts/twin/plan.py": "from scripts.twin import pod_init\n",
+    })
+    assert "scripts.twin.plan -> scripts.twin.pod_init" in report
+
+
+def test_a_cycle_through_a_function_level_import_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "cycles", {
         "scripts/cli/main.py": "from scripts.cli.policy import policy\n",
         "scripts/cli/policy.py": "def policy():\n    from scripts.cli import main\n",
     })
-    assert cycles(project) == [["scripts.cli.main", "scripts.cli.policy"]]
+    assert "Cycle: scripts.cli.main, scripts.cli.policy" in report
 
 
-def test_a_components_to_scripts_import_is_a_violation(tmp_path: Path) -> None:
-    project = _tree(tmp_path, {
-        "components/__init__.py": "", "components/aws/eks.py": "from scripts.offline import mocks\n",
-        "scripts/__init__.py": "", "scripts/offline/__init__.py": "", "scripts/offline/mocks.py": "",
+def test_a_loop_between_root_packages_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "cycles", {
+        "components/a.py": "import slurm.b\n", "slurm/b.py": "", "slurm/c.py": "import components.d\n",
+        "components/d.py": "",
     })
-    assert layering_violations(project) == [
-        "components/aws/eks.py:1: components.aws.eks imports scripts.offline.mocks: components/ builds "
-        "resources and is used by the tools, never the other way"]
+    assert "Loop between root packages" in report and "Cycle:" not in report
 
 
-def test_pulumi_reached_from_slurm_through_another_package_is_a_violation(tmp_path: Path) -> None:
-    project = _tree(tmp_path, {
-        "slurm/__init__.py": "", "slurm/client.py": "from components.config import cluster\n",
-        "components/__init__.py": "", "components/config/cluster.py": "import pulumi\n",
+def test_a_loop_between_sibling_packages_is_broken(tmp_path: Path) -> None:
+    # What slurm/health and slurm/topology had: no module cycle, a package loop.
+    report = broken(tmp_path, "loops", {
+        "slurm/health/__main__.py": "from slurm.topology.sync import topology_pass\n",
+        "slurm/topology/sync.py": "from slurm.health.kube import Kube\n", "slurm/health/kube.py": "",
     })
-    assert layering_violations(project) == [
-        "slurm.client reaches pulumi: the job client runs on the login pod without Pulumi"]
+    assert "No cycles are allowed in slurm." in report
+    assert "- .health -> .topology" in report or "- .topology -> .health" in report
 
 
-def test_a_third_party_import_in_the_entry_point_is_a_violation(tmp_path: Path) -> None:
-    project = _tree(tmp_path, {
-        "jobs/__init__.py": "", "jobs/train.py": "import os\nimport torch\nfrom jobs.training import data, xla\n",
-        "jobs/training/__init__.py": "", "jobs/training/data.py": "import numpy\nimport torch_xla\n",
-        "jobs/training/xla.py": "import torch_xla.runtime\n",
-    })
-    rule = "the entry point runs in any PyTorch image (torch and the standard library only; torch_xla only from " \
-           "jobs.training.xla)"
-    assert layering_violations(project) == [
-        f"jobs.train reaches numpy: {rule}", f"jobs.train reaches torch_xla: {rule}"]
+# Engines return values and raise errors; only scripts/cli prints or exits (programs inside them end as programs do).
+
+def engine_exits(root: Path) -> list[str]:
+    """print(), sys.exit() and exit() calls in the engines under `root`."""
+    found = []
+    for engine in ENGINES:
+        for path in sorted(root.joinpath(*engine.split(".")).rglob("*.py")):
+            module = ".".join(path.relative_to(root).with_suffix("").parts)
+            if module in PROGRAMS:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call) and (name := ast.unparse(node.func)) in (
+                        "print", "exit", "quit", "sys.exit", "os._exit"):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}: {name}()")
+    return found
 
 
-def test_an_engine_that_prints_or_imports_the_cli_is_a_violation(tmp_path: Path) -> None:
-    project = _tree(tmp_path, {
-        "scripts/__init__.py": "", "scripts/cli/__init__.py": "", "scripts/cli/main.py": "",
-        "scripts/offline/__init__.py": "",
-        "scripts/offline/plan.py": "import sys\nimport typer\nprint('x')\nsys.exit(1)\n",
-        "scripts/manifests/__init__.py": "", "scripts/manifests/crd.py": "from components import catalog\n",
-        "components/__init__.py": "", "components/compute/catalog.py": "",
-    })
-    assert sorted(v.split(": ", 2)[2] for v in layering_violations(project)) == [
-        "engines return values and raise errors; only scripts/cli prints or exits",
-        "the manifest validator stands alone"]
-    assert engine_exits(project) == ["scripts/offline/plan.py:3: print()", "scripts/offline/plan.py:4: sys.exit()"]
+def test_engines_neither_print_nor_exit() -> None:
+    assert engine_exits(REPO) == []
+
+
+def test_an_engine_that_prints_or_exits_is_found(tmp_path: Path) -> None:
+    _write(tmp_path, "scripts/offline/plan.py", "import sys\nprint('x')\nsys.exit(1)\n")
+    _write(tmp_path, "scripts/twin/pod_init.py", "import os\nos._exit(0)\n")
+    assert engine_exits(tmp_path) == ["scripts/offline/plan.py:2: print()", "scripts/offline/plan.py:3: sys.exit()"]

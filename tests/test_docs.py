@@ -1,5 +1,5 @@
-"""The README and docs/ hold together: every relative link (and #anchor) resolves, and every page in
-docs/ is linked from the README."""
+"""The README, CONTRIBUTING.md and docs/ hold together: every relative link (and #anchor) resolves, and every
+page in docs/ (and CONTRIBUTING.md) is linked from the README."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def broken_links(page: Path) -> list[str]:
 
 
 def pages() -> list[Path]:
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    return [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
 def test_every_relative_link_resolves() -> None:

@@ -4,8 +4,7 @@ Resource-free, so components/segmentation/network_policies.py can import it with
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from components import upstream
 from components.segmentation import namespaces
 from components.slinky.charts import Chart
 
@@ -15,11 +14,9 @@ KUBERAY = Chart("kuberay-operator", "1.7.0", namespaces.KUBERAY, "https://ray-pr
 # volcano-sh/volcano v1.15.1 installer/helm/chart/volcano/Chart.yaml version 1.15.1; README.md: `helm repo add
 # volcano-sh https://volcano-sh.github.io/helm-charts`, installed into volcano-system.
 VOLCANO = Chart("volcano", "1.15.1", namespaces.VOLCANO, "https://volcano-sh.github.io/helm-charts")
-# kubeflow/mpi-operator ships no chart: its README applies deploy/v2beta1/mpi-operator.yaml of the release tag.
-MPI_OPERATOR_VERSION = "v0.8.0"
-MPI_OPERATOR_MANIFEST = (Path(__file__).resolve().parent / "mpi-operator"
-                         / f"mpi-operator-{MPI_OPERATOR_VERSION}.yaml")
-MPI_OPERATOR_SHA256 = "b38def13a94abe60b2a4b3485239d77f64892b8fbd202e9e435a6031b7500a8f"
+# kubeflow/mpi-operator ships no chart: its README applies deploy/v2beta1/mpi-operator.yaml of the release tag,
+# pinned by URL and SHA-256 in components/upstream.py and read from its cache (`make upstream`), never carried here.
+MPI_OPERATOR_MANIFEST = upstream.MPI_OPERATOR
 
 # The controllers' pod labels: kuberay v1.7.0 helm-chart/kuberay-operator/templates/deployment.yaml
 # (app.kubernetes.io/name: nameOverride kuberay-operator); mpi-operator v0.8.0 deploy/v2beta1/mpi-operator.yaml

@@ -5,22 +5,21 @@ those jobs run in (`slurm-eks k8s render`), holding the same /shared and model c
 from __future__ import annotations
 
 import copy
-import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
+from pulumi.runtime import settings
+from pulumi.runtime.proto import resource_pb2_grpc
 
-from components.addons.k8s_operator_charts import (
-    KUBERAY,
-    MPI_OPERATOR_MANIFEST,
-    MPI_OPERATOR_SHA256,
-    VOLCANO,
-)
+from components import upstream
+from components.addons.k8s_operator_charts import KUBERAY, MPI_OPERATOR_MANIFEST, VOLCANO
 from components.aws.eks import SYSTEM_NODE_SELECTOR
 from components.config.cluster import ClusterConfig
+from components.findings import Finding
 from components.names import ML_NAMESPACE
 from components.segmentation.namespaces import MPI_OPERATOR, RESTRICTED_CONTAINER, RESTRICTED_POD
 from components.segmentation.segmented_namespaces import Namespaces
@@ -46,12 +45,30 @@ def volcano_values() -> dict[str, Any]:
     return {"custom": {"default_ns": SYSTEM_NODE_SELECTOR}}
 
 
-def mpi_operator_objects() -> list[dict[str, Any]]:
-    """The release manifest's objects, its Namespace left out (Namespaces.create makes it with Pod Security
-    labels and policies) and its controller on the system nodes as a non-root user."""
-    raw = MPI_OPERATOR_MANIFEST.read_bytes()
-    if hashlib.sha256(raw).hexdigest() != MPI_OPERATOR_SHA256:
-        raise ValueError(f"{MPI_OPERATOR_MANIFEST} is not upstream's v0.8.0 manifest (sha256 differs)")
+def deploying() -> bool:
+    """Whether a Pulumi engine runs the program (`pulumi up`, `pulumi preview`): only then may it download an
+    upstream file. The offline plan (its mocks' monitor) and a plain call outside Pulumi read the cache only."""
+    return isinstance(settings.get_monitor(), resource_pb2_grpc.ResourceMonitorStub)
+
+
+def upstream_problems(config: ClusterConfig, cache: Path | None = None) -> list[Finding]:
+    """The upstream files the config's add-ons need that the cache lacks or holds with other bytes: the offline
+    plan checks these first, as it never downloads. A stack without addons.mpiOperator needs none."""
+    if config.addons.mpi_operator is None:
+        return []
+    problem = upstream.cache_problem(MPI_OPERATOR_MANIFEST, cache)
+    if problem is None:
+        return []
+    path = (cache or upstream.CACHE) / MPI_OPERATOR_MANIFEST.path
+    return [Finding(rule="upstream-cache", severity="error", path="addons.mpiOperator", value=str(path),
+                    message=f"the MPI Operator's release manifest: {problem}", fix=upstream.FIX)]
+
+
+def mpi_operator_objects(cache: Path | None = None, download: bool = False) -> list[dict[str, Any]]:
+    """The release manifest's objects (read from the upstream cache, SHA-256 checked; with `download`, fetched
+    into it when missing), its Namespace left out (Namespaces.create makes it with Pod Security labels and
+    policies) and its controller on the system nodes as a non-root user. Raises upstream.UpstreamError."""
+    raw = upstream.read(MPI_OPERATOR_MANIFEST, cache, download=download)
     objects = [o for o in yaml.safe_load_all(raw) if o and o["kind"] != "Namespace"]
     for obj in objects:
         if obj["kind"] == "Deployment":
@@ -81,7 +98,7 @@ def apply_object(prefix: str, obj: dict[str, Any], opts: pulumi.ResourceOptions)
                                               opts=opts)
     if kind == "Deployment":
         return k8s.apps.v1.Deployment(name, metadata=meta, spec=obj["spec"], opts=opts)
-    raise ValueError(f"{MPI_OPERATOR_MANIFEST.name}: no mapping for kind {kind}")
+    raise ValueError(f"{MPI_OPERATOR_MANIFEST.url}: no mapping for kind {kind}")
 
 
 @dataclass(frozen=True)
@@ -107,7 +124,11 @@ class K8sOperators(pulumi.ComponentResource):
         if addons.mpi_operator is not None:
             created = ns.create(f"{name}-mpi-operator", MPI_OPERATOR, self)
             mpi_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=created)
-            for obj in mpi_operator_objects():
+            try:
+                mpi_objects = mpi_operator_objects(download=deploying())
+            except upstream.UpstreamError as error:
+                raise pulumi.RunError(f"addons.mpiOperator: {error}") from None  # the message, no traceback
+            for obj in mpi_objects:
                 apply_object(f"{name}-mpi-operator", obj, mpi_opts)
         self.claims: list[pulumi.Resource] = []
         if addons.batch_operators:

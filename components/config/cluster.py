@@ -1,7 +1,7 @@
 """The typed stack config (`slurm-eks:cluster` in `stacks/Pulumi.<stack>.yaml`).
 
 Structure and types live here as pydantic models; rules that relate several settings live in
-`components.config.rules.validators`. Nothing here imports Pulumi resource types, so the job tooling on the login pod
+`components.config.rules`. Nothing here imports Pulumi resource types, so the job tooling on the login pod
 can read partitions without Pulumi installed.
 """
 
@@ -152,7 +152,8 @@ class Login(Model):
     # root's authorized keys. Empty (the default): root cannot log in; people log in as themselves
     # (`slurm.identity`). Listing keys here is how a stack says it wants root logins.
     root_ssh_keys: list[str] = Field(default_factory=list)
-    allow_public_ssh: bool = False
+    # SSH from the whole internet (0.0.0.0/0 in allowedCidrs) is the policy pack's to allow (no-world-ssh, with
+    # allowPublicLoginSsh in policy/config/<stack>.json), not the stack file's: docs/ci-and-policies.md.
 
 
 class RestApi(Model):

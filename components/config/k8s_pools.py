@@ -4,7 +4,7 @@ notebooks and Volcano jobs. Slurm never sees these nodes: they carry their own l
 
 `NodeGroup` holds what a Karpenter EC2NodeClass + NodePool is built from; a Slurm partition
 (components/config/cluster.py Partition) is a NodeGroup plus its Slurm settings, so both share one set of fields,
-one builder and one set of rules (components/config/rules/validators.py). This module imports only config_base, so
+one builder and one set of rules (components/config/rules/). This module imports only config_base, so
 config.py can hang the pools into ClusterConfig without an import cycle.
 """
 

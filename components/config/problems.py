@@ -1,13 +1,13 @@
-"""What is wrong with a stack config: one `Problem` per finding, all of them raised together."""
+"""What is wrong with a stack config: every finding (components/findings.py) raised together, and the helpers
+its messages share."""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Literal
 
-Severity = Literal["error", "warning"]
+from components.findings import Finding, errors
+from components.findings_render import render_text
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
@@ -21,37 +21,22 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-@dataclass(frozen=True)
-class Problem:
-    rule: str  # the validator that found it, e.g. "fsx-capacity"
-    severity: Severity
-    path: str  # config path under `slurm-eks:cluster`, e.g. "storage.fsx.capacityGiB"
-    value: Any
-    message: str  # what is wrong
-    fix: str  # how to put it right
-
-    def render(self) -> str:
-        return (
-            f"{self.severity}[{self.rule}] {self.path or '<root>'}: {self.message}\n"
-            f"    value: {self.value!r}\n"
-            f"    fix:   {self.fix}"
-        )
-
-
 class ConfigError(Exception):
-    """A stack config that must not be deployed; carries every problem found, not just the first."""
+    """A stack config that must not be deployed; carries every finding, not just the first (and the warnings)."""
 
-    def __init__(self, problems: Iterable[Problem], source: str = "") -> None:
-        self.problems = list(problems)
+    def __init__(self, findings: Iterable[Finding], source: str = "") -> None:
+        self.findings = list(findings)
         self.source = source
         super().__init__(self.render())
 
     @property
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "error"]
+    def errors(self) -> list[Finding]:
+        return errors(self.findings)
+
+    @property
+    def headline(self) -> str:
+        head = f"{self.source}: " if self.source else ""
+        return f"{head}{plural(len(self.errors), 'error')} in slurm-eks:cluster"
 
     def render(self) -> str:
-        head = f"{self.source}: " if self.source else ""
-        lines = [f"{head}{plural(len(self.errors), 'error')} in slurm-eks:cluster"]
-        lines += [p.render() for p in self.problems]
-        return "\n".join(lines)
+        return f"{self.headline}\n{render_text(self.findings)}".rstrip("\n")

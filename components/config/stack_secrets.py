@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from components.config.problems import Problem
+from components.findings import Finding
 
 # gocloud.dev's awskms URL: a key ID, ARN or alias, and the key's region (Pulumi docs,
 # `pulumi stack change-secrets-provider`: awskms://alias/ExampleAlias?region=us-east-1).
@@ -22,17 +22,17 @@ AWS_KMS = re.compile(r"^awskms://(alias/[A-Za-z0-9/_-]+|[0-9a-f-]{36}|arn:aws[a-
 RULE = "secrets-provider"
 
 
-def secrets_provider_problems(path: Path) -> list[Problem]:
+def secrets_provider_problems(path: Path) -> list[Finding]:
     """What is wrong with the stack file's secrets provider (empty: an AWS KMS key in a named region)."""
     document: Any = yaml.safe_load(path.read_text()) or {}
     provider = document.get("secretsprovider") if isinstance(document, dict) else None
     fix = ("put `secretsprovider: awskms://alias/<key alias>?region=<region>` at the top level of the stack file "
            "(docs/operating.md, \"Secrets\")")
     if provider is None:
-        return [Problem(RULE, "error", "secretsprovider", None,
-                        "no secrets provider: Pulumi would encrypt secrets with the backend's default key or a "
-                        "passphrase", fix)]
+        return [Finding(rule=RULE, severity="error", path="secretsprovider",
+                        message="no secrets provider: Pulumi would encrypt secrets with the backend's default key "
+                                "or a passphrase", fix=fix)]
     if not isinstance(provider, str) or not AWS_KMS.match(provider):
-        return [Problem(RULE, "error", "secretsprovider", provider,
-                        "not an AWS KMS key with its region (awskms://...?region=...)", fix)]
+        return [Finding(rule=RULE, severity="error", path="secretsprovider", value=provider,
+                        message="not an AWS KMS key with its region (awskms://...?region=...)", fix=fix)]
     return []

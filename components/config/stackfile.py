@@ -9,8 +9,9 @@ from typing import Any
 import yaml
 
 from components.config.cluster import FULL_KEY, ClusterConfig
-from components.config.problems import ConfigError, Problem
+from components.config.problems import ConfigError
 from components.config.validation import parse_cluster_config
+from components.findings import Finding
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STACKS_DIR = PROJECT_ROOT / "stacks"
@@ -27,7 +28,8 @@ def available_stacks(stacks_dir: Path = STACKS_DIR) -> list[str]:
 def read_pulumi_config(path: Path) -> dict[str, Any]:
     """The `config:` map of a stack file; ConfigError (not a traceback) when the file is missing or bad."""
     def fail(message: str, fix: str, value: Any = None) -> ConfigError:
-        return ConfigError([Problem("stack-file", "error", "", value, message, fix)], str(path))
+        return ConfigError([Finding(rule="stack-file", severity="error", value=value, message=message, fix=fix)],
+                           str(path))
 
     if not path.exists():
         stacks = available_stacks(path.parent) if path.parent.exists() else []
@@ -49,11 +51,11 @@ def cluster_value(config: dict[str, Any], source: str) -> Any:
     if FULL_KEY not in config:
         close = difflib.get_close_matches(FULL_KEY, [str(k) for k in config], n=1, cutoff=0.6)
         hint = f"rename `{close[0]}` to `{FULL_KEY}`" if close else f"add `{FULL_KEY}:` under config:"
-        raise ConfigError([Problem("stack-file", "error", "", sorted(map(str, config)),
-                                   f"no `{FULL_KEY}` key", hint)], source)
+        raise ConfigError([Finding(rule="stack-file", severity="error", value=sorted(map(str, config)),
+                                   message=f"no `{FULL_KEY}` key", fix=hint)], source)
     return config[FULL_KEY]
 
 
-def load_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[ClusterConfig, list[Problem]]:
+def load_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[ClusterConfig, list[Finding]]:
     path = stack_file(stack, stacks_dir)
     return parse_cluster_config(cluster_value(read_pulumi_config(path), str(path)), str(path))

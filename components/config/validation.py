@@ -1,8 +1,8 @@
 """Turn a raw `slurm-eks:cluster` value into a `ClusterConfig`, or a `ConfigError` listing every problem.
 
 Two passes, like AWS ParallelCluster: the structure (types, unknown keys with a "did you mean" hint) from
-the pydantic models, then the named semantic rules in `components.config.rules.validators`. The rules also run when
-the only structural errors are unknown keys, so both kinds are reported together.
+the pydantic models, then the named semantic rules in `components.config.rules` (a module per domain). The
+rules also run when the only structural errors are unknown keys, so both kinds are reported together.
 """
 
 from __future__ import annotations
@@ -17,20 +17,20 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-import components.config.rules.teams  # noqa: F401  (registers the rules on people, accounts and QoS)
 from components.config.cluster import FULL_KEY, ClusterConfig
-from components.config.problems import ConfigError, Problem
-from components.config.rules.validators import run_validators
+from components.config.problems import ConfigError
+from components.config.rules import run_validators
+from components.findings import Finding
 
 _PLAIN_KEY = re.compile(r"[^.\[\]\s\"]+")
 
 
-def parse_cluster_config(raw: Any, source: str = "") -> tuple[ClusterConfig, list[Problem]]:
+def parse_cluster_config(raw: Any, source: str = "") -> tuple[ClusterConfig, list[Finding]]:
     """Validate `raw`; return the config and its warnings, or raise ConfigError naming every error."""
     if not isinstance(raw, dict):
         raise ConfigError(
-            [Problem("config-shape", "error", "", raw, f"`{FULL_KEY}` must be a mapping of settings",
-                     "see the config reference in README.md")],
+            [Finding(rule="config-shape", severity="error", value=raw, message=f"`{FULL_KEY}` must be a mapping of "
+                     "settings", fix="see the config reference in docs/config.md")],
             source,
         )
     try:
@@ -79,7 +79,7 @@ def config_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _structural_problem(error: Any) -> Problem:
+def _structural_problem(error: Any) -> Finding:
     loc = tuple(error["loc"])
     path = config_path(loc)
     kind = error["type"]
@@ -88,12 +88,15 @@ def _structural_problem(error: Any) -> Problem:
         known = _keys_at(loc[:-1])
         close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
         hint = f"did you mean `{close[0]}`?" if close else f"known keys here: {', '.join(sorted(known))}"
-        return Problem("unknown-key", "error", path, value, f"unknown key `{loc[-1]}`", hint)
+        return Finding(rule="unknown-key", severity="error", path=path, value=value, message=f"unknown key `{loc[-1]}`",
+                       fix=hint)
     if kind == "missing":
-        return Problem("required", "error", path, None, "required setting is missing", f"add `{path}`")
+        return Finding(rule="required", severity="error", path=path, message="required setting is missing",
+                       fix=f"add `{path}`")
     if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
-        return Problem("type-string-type", "error", path, value, "a number where text is expected",
-                       f'quote it as a string, e.g. "{value}" (YAML reads an unquoted 1.30 as the number 1.3)')
+        return Finding(rule="type-string-type", severity="error", path=path, value=value,
+                       message="a number where text is expected",
+                       fix=f'quote it as a string, e.g. "{value}" (YAML reads an unquoted 1.30 as the number 1.3)')
     message = error["msg"].removeprefix("Value error, ")
     fix = {
         "literal_error": f"use one of: {error.get('ctx', {}).get('expected', '')}",
@@ -101,7 +104,8 @@ def _structural_problem(error: Any) -> Problem:
         "greater_than": f"use a value > {error.get('ctx', {}).get('gt')}",
         "too_short": "add at least one entry",
     }.get(kind, "correct the value as the message says")
-    return Problem(f"type-{kind.replace('_', '-')}", "error", path, value, message, fix)
+    return Finding(rule=f"type-{kind.replace('_', '-')}", severity="error", path=path, value=value, message=message,
+                   fix=fix)
 
 
 def _keys_at(loc: tuple[Any, ...]) -> list[str]:

@@ -187,8 +187,9 @@ INFINIBAND = Exporter(
 
 
 # --- ours ----------------------------------------------------------------------------------------------------
-# slurm/health/metric_names.py ALL, restated: components/ never imports slurm/ (tests/test_architecture.py
-# layering); tests/observability/test_catalog.py fails when the two differ, so a name here is the exporter's.
+# slurm/health/metric_names.py ALL, restated: components/ imports of slurm/ only what it ships (the `components`
+# import-linter contract); tests/observability/test_catalog.py fails when the two differ, so a name here is the
+# exporter's.
 # The nodes each partition's pending jobs want, counting only jobs that could start (slurm/health/demand.py):
 # what KEDA scales on (components/compute/autoscaling.py nodes_needed_query).
 PARTITION_NODES_WANTED = "slurm_eks_partition_nodes_wanted"

@@ -2,7 +2,7 @@
 
 Kubernetes sees it as one static PersistentVolume (the FSx CSI driver mounts it) bound to one RWX claim in
 the Slurm namespace. A persistent file system is `protect`ed: `pulumi destroy` refuses to delete it until
-someone unprotects it on purpose (README, "Deleting the shared file system").
+someone unprotects it on purpose (docs/operating.md, "Shared file system").
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from pathlib import Path
 from components.config.cluster import ClusterConfig
 from components.config.problems import plural
 from components.config.stackfile import load_stack
+from components.findings import Finding
 from scripts.checks import eviction, iam, network, order, pod_flows, pod_security
-from scripts.checks.findings import Finding
 from scripts.offline.plan_model import Plan
 
 Rule = Callable[[Plan, ClusterConfig], list[Finding]]

@@ -13,7 +13,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from scripts.checks.findings import Finding, resource_label
+from components.findings import Finding, resource_label
 from scripts.offline.plan_model import Plan
 
 MIB = 1024 * 1024
@@ -68,8 +68,8 @@ def check(plan: Plan) -> list[Finding]:
             qos = qos_class(slinky_pod(r.inputs))
             if qos != "Guaranteed":
                 found.append(Finding(
-                    "eviction", resource_label(r.urn),
-                    f"its slurmd pods are {qos}: under memory pressure the kubelet evicts them first, and the "
+                    rule="eviction", severity="error", resource=resource_label(r.urn), urn=r.urn,
+                    message=f"its slurmd pods are {qos}: under memory pressure the kubelet evicts them first, and the "
                     "jobs on the node die with them",
-                    "give every container (slurmd, logfile) cpu and memory requests equal to their limits"))
+                    fix="give every container (slurmd, logfile) cpu and memory requests equal to their limits"))
     return found

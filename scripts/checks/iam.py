@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.findings import Finding, resource_label
 from components.lifecycle.node_repair import SETTINGS_CONFIG_MAP as LIFECYCLE_SETTINGS
-from scripts.checks.findings import Finding, resource_label
 from scripts.checks.iam_policy import Request, UnsupportedPolicy, evaluate
 from scripts.checks.iam_requests import CONTROLLERS, Controller, Facts, NodeClass
 from scripts.offline.plan_model import Plan, PlannedResource
@@ -85,10 +85,10 @@ def node_credentials(plan: Plan) -> Iterator[Finding]:
     for attachment in plan.of_type(ATTACHMENT):
         policy = str(attachment.inputs.get("policyArn", "")).rpartition("/")[2]
         if policy in NOT_FOR_NODES and str(attachment.inputs.get("role")) in nodes:
-            yield Finding("iam", resource_label(attachment.urn),
-                          f"attaches {policy} to the node role {attachment.inputs.get('role')}: every process on "
-                          f"those nodes would get {NOT_FOR_NODES[policy]}",
-                          "attach only AmazonEKSWorkerNodePolicy and AmazonEC2ContainerRegistryPullOnly to node "
+            yield Finding(rule="iam", severity="error", resource=resource_label(attachment.urn), urn=attachment.urn,
+                          message=f"attaches {policy} to the node role {attachment.inputs.get('role')}: every process "
+                          f"on those nodes would get {NOT_FOR_NODES[policy]}",
+                          fix="attach only AmazonEKSWorkerNodePolicy and AmazonEC2ContainerRegistryPullOnly to node "
                           "roles (docs.aws.amazon.com/eks/latest/userguide/create-node-role.html)")
 
 
@@ -155,16 +155,17 @@ def _findings(controller: Controller, found: ControllerRole, facts: Facts) -> It
         try:
             decision = evaluate(found.policies, request)
         except UnsupportedPolicy as e:
-            yield Finding("iam", label, f"{controller.name} may not be able to {request.action} on "
-                          f"{request.resource}: the check cannot evaluate {e}",
-                          "write the policy with the operators upstream uses", severity="warning")
+            yield Finding(rule="iam", severity="warning", resource=label, urn=found.role.urn,
+                          message=f"{controller.name} may not be able to {request.action} on {request.resource}: "
+                          f"the check cannot evaluate {e}",
+                          fix="write the policy with the operators upstream uses")
             continue
         if not decision.allowed:
             yield Finding(
-                "iam", label,
-                f"{controller.name} ({found.service_account}) is denied {request.action} on {request.resource}: "
-                f"{decision.why}",
-                f"grant it as {controller.policy_source} does, for the request as {call.source} makes it "
+                rule="iam", severity="error", resource=label, urn=found.role.urn,
+                message=f"{controller.name} ({found.service_account}) is denied {request.action} on "
+                f"{request.resource}: {decision.why}",
+                fix=f"grant it as {controller.policy_source} does, for the request as {call.source} makes it "
                 f"(carrying {_keys(request)})")
 
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from components.config.cluster import ClusterConfig
+from components.findings import Finding
 from components.names import LOGIN_TAINT, WORLD_CIDRS
-from scripts.checks.findings import Finding
 from scripts.checks.pod_flows import EPHEMERAL, srun_ports
 from scripts.offline.plan_model import Plan
 from scripts.offline.security_groups import (
@@ -213,18 +213,19 @@ def _where(t: Topology, side: Endpoint) -> str:
 def evaluate(t: Topology, flow: Flow) -> Finding | None:
     bare = next((side for side in (flow.who, flow.whom) if not side.groups and not side.external), None)
     if bare is not None:
-        return Finding("network", flow.label, f"{flow.why}; but {bare.name} carry no security group at all",
-                       "check the groups the node class or resource selects (plan.json `nodes`)")
+        return Finding(rule="network", severity="error", resource=flow.label,
+                       message=f"{flow.why}; but {bare.name} carry no security group at all",
+                       fix="check the groups the node class or resource selects (plan.json `nodes`)")
     if not _admitted(_rules(t, flow.whom.groups, "ingress"), flow.who, flow):
-        return Finding("network", flow.label,
-                       f"{flow.why}; no ingress rule of {flow.whom.name}'s groups [{_where(t, flow.whom)}] "
+        return Finding(rule="network", severity="error", resource=flow.label,
+                       message=f"{flow.why}; no ingress rule of {flow.whom.name}'s groups [{_where(t, flow.whom)}] "
                        f"admits it from {flow.who.name} [{_where(t, flow.who)}]",
-                       f"give both the same group, or add an ingress rule for {flow.label}")
+                       fix=f"give both the same group, or add an ingress rule for {flow.label}")
     if not flow.who.external and not _admitted(_rules(t, flow.who.groups, "egress"), flow.whom, flow):
-        return Finding("network", flow.label,
-                       f"{flow.why}; no egress rule of {flow.who.name}'s groups [{_names(t, flow.who.groups)}] "
+        return Finding(rule="network", severity="error", resource=flow.label,
+                       message=f"{flow.why}; no egress rule of {flow.who.name}'s groups [{_names(t, flow.who.groups)}] "
                        f"lets it out to {flow.whom.name}",
-                       f"add an egress rule for {flow.label}")
+                       fix=f"add an egress rule for {flow.label}")
     return None
 
 
@@ -239,16 +240,18 @@ def deployer_findings(plan: Plan, t: Topology, config: ClusterConfig) -> Iterato
     deployer = config.network.deployer
     if deployer is None:
         if not public:
-            yield Finding("network", label, "the endpoint is private and no deployer is declared: Helm releases "
+            yield Finding(rule="network", severity="error", resource=label,
+                          message="the endpoint is private and no deployer is declared: Helm releases "
                           "and Kubernetes objects cannot be created from outside the VPC",
-                          "declare network.deployer (docs/operating.md, Deploying privately)")
+                          fix="declare network.deployer (docs/operating.md, Deploying privately)")
         return
     if deployer.via == "public":
         outside = [c for c in deployer.cidrs if not (public and any(cidr_within(c, p) for p in public_cidrs))]
         if outside:
-            yield Finding("network", label, f"the deployer's ranges {outside} are not admitted by the public endpoint "
+            yield Finding(rule="network", severity="error", resource=label,
+                          message=f"the deployer's ranges {outside} are not admitted by the public endpoint "
                           f"(endpointPublicAccess={public}, publicAccessCidrs={public_cidrs})",
-                          "open the public endpoint to network.deployer.cidrs (network.apiPublicCidrs)")
+                          fix="open the public endpoint to network.deployer.cidrs (network.apiPublicCidrs)")
         return
     found = evaluate(t, Flow(Endpoint("the deployer (pulumi up)", cidrs=tuple(deployer.cidrs), external=True),
                              t.control_plane, "tcp", (443, 443),
@@ -266,10 +269,11 @@ def login_load_balancer_findings(t: Topology, config: ClusterConfig, cluster_nam
     for node in t.nodes:
         tagged = [g for g in node.groups if g in t.groups and tag in t.groups[g].tags]
         if len(tagged) > 1 or (not tagged and len(node.groups) != 1):
-            yield Finding("network", f"the login NLB -> {node.name} (tcp 22 via the NodePort)",
-                          f"the load balancer controller needs exactly one group tagged {tag} on {node.name}; "
+            yield Finding(rule="network", severity="error",
+                          resource=f"the login NLB -> {node.name} (tcp 22 via the NodePort)",
+                          message=f"the load balancer controller needs exactly one group tagged {tag} on {node.name}; "
                           f"they carry [{_names(t, node.groups)}], {len(tagged)} tagged",
-                          f"tag exactly one of the nodes' groups {tag}")
+                          fix=f"tag exactly one of the nodes' groups {tag}")
 
 
 def check(plan: Plan, config: ClusterConfig) -> list[Finding]:

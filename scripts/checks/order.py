@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from scripts.checks.findings import Finding, resource_label
+from components.findings import Finding, resource_label
 from scripts.offline.plan_model import Plan, PlannedResource
 
 CLUSTER = "eks:index:Cluster"
@@ -145,16 +145,16 @@ def inside_the_cluster_component(plan: Plan) -> Iterator[Finding]:
     for r in plan.of_type(CLUSTER):
         coredns = r.inputs.get("corednsAddonOptions") or {}
         if r.inputs.get("skipDefaultNodeGroup") and (coredns.get("enabled") or coredns.get("configurationValues")):
-            yield Finding("order", resource_label(r.urn),
-                          "creates the CoreDNS add-on inside the cluster component, before any node group: it has "
-                          "no node to run on and `pulumi up` waits for it until it fails",
-                          "set corednsAddonOptions.enabled=false and create the add-on after the node group")
+            yield Finding(rule="order", severity="error", resource=resource_label(r.urn), urn=r.urn,
+                          message="creates the CoreDNS add-on inside the cluster component, before any node group: it "
+                          "has no node to run on and `pulumi up` waits for it until it fails",
+                          fix="set corednsAddonOptions.enabled=false and create the add-on after the node group")
 
 
 def check(plan: Plan) -> list[Finding]:
     waits = Waits(plan)
-    found = [Finding("order", resource_label(n.resource.urn),
-                     f"does not wait for {resource_label(n.needs.urn)}: {n.why}",
-                     "make it depend on that resource (an output of it as input, or depends_on)")
+    found = [Finding(rule="order", severity="error", resource=resource_label(n.resource.urn), urn=n.resource.urn,
+                     message=f"does not wait for {resource_label(n.needs.urn)}: {n.why}",
+                     fix="make it depend on that resource (an output of it as input, or depends_on)")
              for n in needs(plan) if n.needs.urn not in waits.closure(n.resource.urn)]
     return found + list(inside_the_cluster_component(plan))

@@ -26,6 +26,7 @@ from typing import Any
 from components.compute.autoscaling import PROMETHEUS_RELEASE
 from components.compute.scheduling import partition_instance
 from components.config.cluster import ClusterConfig
+from components.findings import Finding
 from components.lifecycle.lifecycle_settings import ec2_actions
 from components.lifecycle.node_repair import METRICS_PORT as REPAIR_METRICS
 from components.lifecycle.node_repair import POD_LABELS as REPAIR_POD
@@ -41,7 +42,6 @@ from components.slinky.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
 from components.slinky.accounts import POD_LABELS as ACCOUNTS_POD
 from components.slinky.charts import CERT_MANAGER, KEDA, KUBE_PROMETHEUS_STACK, MARIADB_OPERATOR, SLURM_OPERATOR
 from components.slinky.specs import CONTROLLER
-from scripts.checks.findings import Finding
 from scripts.offline.plan_model import Plan, parse_json_text
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -193,13 +193,14 @@ def evaluate(cluster: Cluster, flow: Flow) -> Finding | None:
     if flow.needed and not cluster.allows(flow, certain=True):
         blocked = "egress" if not cluster.side_allows(flow.who, flow.whom, "Egress", flow, True) else "ingress"
         side = flow.who if blocked == "egress" else flow.whom
-        return Finding("pod-network", flow.label,
-                       f"{flow.why}; but no NetworkPolicy rule admits it on {side.name}'s {blocked}",
-                       f"add a rule for it to the {blocked} of {side.name} "
+        return Finding(rule="pod-network", severity="error", resource=flow.label,
+                       message=f"{flow.why}; but no NetworkPolicy rule admits it on {side.name}'s {blocked}",
+                       fix=f"add a rule for it to the {blocked} of {side.name} "
                        f"(components/segmentation/network_policies.py)")
     if not flow.needed and cluster.allows(flow, certain=False):
-        return Finding("pod-network", flow.label, f"must stay blocked ({flow.why}), but the policies let it through",
-                       "narrow the rule that admits it (components/segmentation/network_policies.py)")
+        return Finding(rule="pod-network", severity="error", resource=flow.label,
+                       message=f"must stay blocked ({flow.why}), but the policies let it through",
+                       fix="narrow the rule that admits it (components/segmentation/network_policies.py)")
     return None
 
 
@@ -510,10 +511,10 @@ def enforcement_findings(plan: Plan) -> Iterator[Finding]:
     settings = [parse_json_text(r.inputs.get("configurationValues")) or {} for r in addons]
     settings += [r.inputs.get("vpcCniOptions") or {} for r in plan.of_type("eks:index:Cluster")]
     if not any(isinstance(s, Mapping) and s.get("enableNetworkPolicy") in (True, "true") for s in settings):
-        yield Finding("pod-network", "the VPC CNI (vpc-cni add-on)",
-                      "no vpc-cni add-on or cluster enables enableNetworkPolicy: the NetworkPolicies are not "
+        yield Finding(rule="pod-network", severity="error", resource="the VPC CNI (vpc-cni add-on)",
+                      message="no vpc-cni add-on or cluster enables enableNetworkPolicy: the NetworkPolicies are not "
                       "enforced and every pod can reach every other",
-                      'set the vpc-cni add-on\'s configuration_values {"enableNetworkPolicy": "true"}')
+                      fix='set the vpc-cni add-on\'s configuration_values {"enableNetworkPolicy": "true"}')
 
 
 def srun_ports(plan: Plan) -> tuple[int, int]:

@@ -17,11 +17,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.findings import Finding, resource_label
 from components.segmentation.namespaces import NAME_LABEL, PREFIX
 from components.slinky import host_access
 from policy.model import dig
 from scripts.checks.admission_policy import Request, rejections
-from scripts.checks.findings import Finding, resource_label
 from scripts.checks.pod_security_standards import LEVELS, evaluate
 from scripts.offline.plan_model import Plan, known
 
@@ -100,25 +100,26 @@ def check(plan: Plan) -> list[Finding]:
         where = resource_label(pod.urn)
         level = labels[pod.namespace].get(f"{PREFIX}/enforce", "privileged")
         if level not in LEVELS:
-            found.append(Finding("pod-security", where, f"namespace {pod.namespace} enforces unknown Pod Security "
-                                 f"level {level!r}", f"label it one of {', '.join(LEVELS)}"))
+            found.append(Finding(rule="pod-security", severity="error", resource=where, urn=pod.urn,
+                                 message=f"namespace {pod.namespace} enforces unknown Pod Security level {level!r}",
+                                 fix=f"label it one of {', '.join(LEVELS)}"))
             continue
         forbidden = evaluate(level, pod.metadata, pod.spec)
         if forbidden:
             found.append(Finding(
-                "pod-security", where,
-                f"its pods break Pod Security {level!r}, enforced in namespace {pod.namespace}: "
+                rule="pod-security", severity="error", resource=where, urn=pod.urn,
+                message=f"its pods break Pod Security {level!r}, enforced in namespace {pod.namespace}: "
                 + "; ".join(f.render() for f in forbidden) + ". Pod Security Admission rejects every such pod",
-                f"take these settings out of the pod template, or (only with a reason) lower {pod.namespace}'s level "
-                "in components/segmentation/namespaces.py POD_SECURITY"))
+                fix=f"take these settings out of the pod template, or (only with a reason) lower {pod.namespace}'s "
+                "level in components/segmentation/namespaces.py POD_SECURITY"))
         obj = {"metadata": {**pod.metadata, "namespace": pod.namespace}, "spec": pod.spec}
         request = Request("CREATE", "pods", pod.creator, labels[pod.namespace])
         denied = [m for p in policies for b in bindings for m in rejections(p, b, obj, request)]
         if denied:
             found.append(Finding(
-                "pod-security", where,
-                f"the API server would reject its pods in namespace {pod.namespace}: " + "; ".join(denied),
-                "remove the host access from the pod template: in the slurm namespace only the operator's slurmd "
+                rule="pod-security", severity="error", resource=where, urn=pod.urn,
+                message=f"the API server would reject its pods in namespace {pod.namespace}: " + "; ".join(denied),
+                fix="remove the host access from the pod template: in the slurm namespace only the operator's slurmd "
                 "pods may have it (components/slinky/host_access.py)"))
     return found
 

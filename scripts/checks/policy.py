@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from policy.model import Enforcement, Violation
+from components.findings import Finding, errors
 from policy.pack_config import PackConfig, for_stack
 from policy.ruleset import RULES, evaluate
-from scripts.checks.findings import resource_label
 from scripts.offline.plan_model import Plan
 
 
@@ -17,12 +16,12 @@ def pack_config(stack: str, path: Path | None = None) -> PackConfig:
     return for_stack(stack, RULES, path)
 
 
-def check_plan(plan: Plan, config: PackConfig | None = None) -> list[Violation]:
+def check_plan(plan: Plan, config: PackConfig | None = None) -> list[Finding]:
     return evaluate(plan.resources, config)
 
 
 def check_stack(stack: str, stacks_dir: Path, config_path: Path | None = None
-                ) -> tuple[Plan, PackConfig, list[Violation]]:
+                ) -> tuple[Plan, PackConfig, list[Finding]]:
     """Read the pack's config, plan the stack under mocks (raises ConfigError for a bad config), check it."""
     from scripts.offline.plan import run_plan  # imports Pulumi: only when a plan is made here
 
@@ -31,18 +30,12 @@ def check_stack(stack: str, stacks_dir: Path, config_path: Path | None = None
     return plan, config, check_plan(plan, config)
 
 
-def blocking(violations: list[Violation]) -> list[Violation]:
-    return [v for v in violations if v.enforcement is Enforcement.mandatory]
+def blocking(violations: list[Finding]) -> list[Finding]:
+    """The mandatory violations (severity error): they block `pulumi preview/up`."""
+    return errors(violations)
 
 
-def render(violations: list[Violation]) -> str:
-    """One block per violation: rule and resource, what is wrong, how to fix it."""
-    blocks = [f"{v.enforcement}[{v.rule.name}] {resource_label(v.urn)}\n    {v.message}\n    fix: {v.rule.fix}"
-              for v in violations]
-    return "".join(b + "\n" for b in blocks)
-
-
-def summary(plan: Plan, config: PackConfig, violations: list[Violation]) -> str:
+def summary(plan: Plan, config: PackConfig, violations: list[Finding]) -> str:
     mandatory = len(blocking(violations))
     source = f"pack config {config.source}" if config.source else "no pack config"
     return (f"stack {plan.stack}: {mandatory} mandatory and {len(violations) - mandatory} advisory violations "

@@ -14,8 +14,10 @@ import typer
 
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR, load_stack
+from components.findings import Finding
 from components.slinky.accounts_document import desired_json
-from scripts.cli.problems import err, fail_config
+from scripts.cli.problems import err, fail_config, print_findings
+from slurm.accounts.desired import DocumentError
 from slurm.accounts.errors import AccountsError
 from slurm.accounts.reconcile import apply_file, plan_file
 
@@ -25,8 +27,20 @@ DesiredOpt = Annotated[Path, typer.Option("--desired", exists=True, dir_okay=Fal
                                           help="the desired-state document (`slurm-eks accounts desired`)")]
 
 
+def document_finding(exc: DocumentError) -> Finding:
+    """A document the reconcile cannot read, as a finding. slurm.accounts ships as source into the cluster (the
+    login image's python3, standard library only, and the plan's ConfigMaps), so it cannot import the finding
+    type: the conversion is here, and its message names the keys (`accounts.a.Parent: no account 'x'; ...`)."""
+    return Finding(rule="accounts-document", severity="error", message=str(exc),
+                   fix="write the document with `slurm-eks accounts desired --stack S` (the stack's team rules "
+                       "validate what it declares)")
+
+
 def _failed(exc: AccountsError) -> typer.Exit:
-    err.print(f"[red]error:[/] {exc}", highlight=False)
+    if isinstance(exc, DocumentError):
+        print_findings([document_finding(exc)])
+    else:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
     return typer.Exit(1)
 
 

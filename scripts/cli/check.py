@@ -9,21 +9,22 @@ import typer
 
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR
-from scripts.checks.deploy import check_stack, summary
-from scripts.cli.problems import fail_config
+from components.findings import errors
+from scripts.checks.deploy import RULES, check_stack, summary
+from scripts.cli.problems import Format, FormatOpt, fail_config, report
 
 
 def check(
     stack: Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")],
     stacks_dir: Annotated[Path, typer.Option(help="directory holding the Pulumi.<stack>.yaml files")] = STACKS_DIR,
+    format: FormatOpt = Format.text,
 ) -> None:
     """Will `pulumi up` give a working cluster? Plan offline, then check who can reach whom (network), who
     may do what (iam) and what exists before what (order); exit 1 on an error."""
     try:
         plan, findings = check_stack(stack, stacks_dir)
     except ConfigError as exc:
-        raise fail_config(exc) from None
-    typer.echo("".join(f.render() + "\n" for f in findings), nl=False)
-    typer.echo(summary(plan, findings))
-    if any(f.severity == "error" for f in findings):
+        raise fail_config(exc, format) from None
+    report(findings, format, summary(plan, findings), stack=stack, rules=list(RULES))
+    if errors(findings):
         raise typer.Exit(1)

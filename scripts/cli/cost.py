@@ -6,7 +6,6 @@ Exit status: 0 printed, 2 the stack or the plan could not be read, or `--refresh
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -20,11 +19,12 @@ from rich.table import Table
 from components.compute.catalog import CATALOG
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR
-from scripts.cli.problems import CONFIG_ERROR_EXIT, fail_config
+from components.findings_render import render_json
+from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, fail_config, print_findings
 from scripts.cost import price_list
 from scripts.cost.estimate import Estimate, estimate
 from scripts.cost.price_table import TABLE_PATH, PriceTable
-from scripts.cost.render import as_json, dollars, footnotes, total
+from scripts.cost.render import as_json, dollars, footnotes, gaps, total
 from scripts.offline.plan_model import Plan
 
 
@@ -81,7 +81,7 @@ def cost(
     try:
         plan, prices = _plan(stack, stacks_dir, plan_dir), PriceTable.load(prices_file)
     except ConfigError as exc:
-        raise fail_config(exc) from None
+        raise fail_config(exc, Format.json if format is CostFormat.json else Format.text) from None
     except (OSError, ValueError, KeyError) as exc:
         err.print(f"[red]error:[/] cannot read the plan or the price table: {exc}", highlight=False)
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
@@ -96,8 +96,9 @@ def cost(
                   + (f"; EC2 has no on-demand price for {', '.join(unpriced)}" if unpriced else ""), highlight=False)
     result: Estimate = estimate(plan, prices)
     if format is CostFormat.json:
-        typer.echo(json.dumps(as_json(result), indent=2))
+        typer.echo(render_json(gaps(result, prices), **as_json(result)), nl=False)
         return
     out.print(table(result, f"cost of stack {stack} in {result.region}, USD per hour"))
+    print_findings(gaps(result, prices), out)
     for line in footnotes(result, prices):
         out.print(line, highlight=False, markup=False)

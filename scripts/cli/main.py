@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.text import Text
 from rich.tree import Tree
 
 from components.config.problems import ConfigError, plural
 from components.config.stack_secrets import secrets_provider_problems
 from components.config.stackfile import STACKS_DIR, load_stack, stack_file
+from components.findings import Finding
 from scripts.cli.accounts import accounts_app
 from scripts.cli.advise import advise
 from scripts.cli.check import check
@@ -23,7 +25,7 @@ from scripts.cli.gitops import gitops_app
 from scripts.cli.k8s import k8s_app
 from scripts.cli.policy import policy
 from scripts.cli.preflight import preflight
-from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config, print_problems
+from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, FormatOpt, err, fail_config, print_findings, report
 from scripts.cli.slurm import job_app, local_app
 from scripts.cost.price_table import PriceTable
 from scripts.cost.render import plan_cost_change
@@ -61,28 +63,43 @@ def validate(
     crds: Annotated[list[Path] | None, typer.Option(
         help="also plan offline and validate every manifest against the CRDs in this directory "
              "(repeatable) and the core Kubernetes schemas", exists=True, file_okay=False)] = None,
+    format: FormatOpt = Format.text,
 ) -> None:
     """Check a stack's config against every rule, and that its file names a KMS secrets provider; exit 2
     listing all problems."""
     try:
         config, warnings = load_stack(stack, stacks_dir)
     except ConfigError as exc:
-        raise fail_config(exc) from None
-    print_problems(warnings)
+        raise fail_config(exc, format) from None
     provider = secrets_provider_problems(stack_file(stack, stacks_dir))
     if provider:
-        err.print(f"[red]{stack_file(stack, stacks_dir)}: {plural(len(provider), 'error')} in the stack file[/]",
-                  highlight=False)
-        print_problems(provider)
-        raise typer.Exit(CONFIG_ERROR_EXIT)
+        headline = f"{stack_file(stack, stacks_dir)}: {plural(len(provider), 'error')} in the stack file"
+        _fail(warnings + provider, format, headline, stack)
     summary = f"{plural(len(config.partitions), 'partition')}, {plural(len(warnings), 'warning')}"
     if crds:
-        checked = _validate_manifests(stack, stacks_dir, crds)
+        checked, problems = _validate_manifests(stack, stacks_dir, crds)
+        if problems:
+            _fail(warnings + problems, format, f"stack {stack}: {plural(len(problems), 'manifest problem')}", stack)
         summary += f", {plural(checked, 'manifest')} valid against {', '.join(map(str, crds))}"
+    if format is not Format.text:
+        report(warnings, format, f"stack {stack}: valid ({summary})", stack=stack)
+        return
+    print_findings(warnings)
     out.print(f"[green]stack {stack}: valid[/] ({summary})", highlight=False)
 
 
-def _validate_manifests(stack: str, stacks_dir: Path, crd_dirs: list[Path]) -> int:
+def _fail(findings: list[Finding], format: Format, headline: str, stack: str) -> NoReturn:
+    if format is Format.text:
+        print_findings([f for f in findings if f.severity != "error"])
+        err.print(Text(headline, style="red"), highlight=False)
+        print_findings([f for f in findings if f.severity == "error"])
+    else:
+        report(findings, format, headline, stack=stack)
+    raise typer.Exit(CONFIG_ERROR_EXIT)
+
+
+def _validate_manifests(stack: str, stacks_dir: Path, crd_dirs: list[Path]) -> tuple[int, list[Finding]]:
+    """How many manifests the plan holds, and each way one breaks its schema (a finding about that object)."""
     try:
         from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
     except ImportError as exc:
@@ -94,13 +111,11 @@ def _validate_manifests(stack: str, stacks_dir: Path, crd_dirs: list[Path]) -> i
 
     registry = SchemaRegistry.from_crd_dirs(crd_dirs)
     plan, _ = run_plan(stack, stacks_dir)
-    problems = [p for doc in plan.manifests() for p in validate_manifest(known(doc), registry)]
-    for problem in problems:
-        err.print(f"[red]error[/]\\[manifest] {problem}", highlight=False)
-    if problems:
-        err.print(f"[red]stack {stack}: {plural(len(problems), 'manifest problem')}[/]")
-        raise typer.Exit(CONFIG_ERROR_EXIT)
-    return len(plan.manifests())
+    problems = [Finding(rule="manifest", severity="error", resource=f"{p.kind}/{p.name}",
+                        message=f"{p.path or '<document>'}: {p.message}",
+                        fix="make the component that renders it match the schema, or update the CRDs")
+                for doc in plan.manifests() for p in validate_manifest(known(doc), registry)]
+    return len(plan.manifests()), problems
 
 
 @app.command()
@@ -121,7 +136,7 @@ def plan(
         result, warnings = run_plan(stack, stacks_dir)
     except ConfigError as exc:
         raise fail_config(exc) from None
-    print_problems(warnings)
+    print_findings(warnings)
     write_plan(result, target)
     out.print(resource_tree(result))
     out.print(f"wrote {target / 'plan.json'} ({plural(len(result.resources), 'resource')}) and "

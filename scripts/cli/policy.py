@@ -10,8 +10,8 @@ import typer
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR
 from policy.pack_config import PackConfigError
-from scripts.checks.policy import blocking, check_stack, render, summary
-from scripts.cli.problems import CONFIG_ERROR_EXIT, fail_config
+from scripts.checks.policy import blocking, check_stack, summary
+from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, FormatOpt, fail_config, report
 
 
 def policy(
@@ -20,17 +20,18 @@ def policy(
     policy_pack_config: Annotated[Path | None, typer.Option(
         help="the pack's config for this stack, as `pulumi preview --policy-pack-config` takes it "
              "[default: policy/config/<stack>.json if it exists]")] = None,
+    format: FormatOpt = Format.text,
 ) -> None:
     """Plan the stack offline and check it against the policy pack (policy/) and its config for the stack;
-    exit 1 on a mandatory violation."""
+    exit 1 on a mandatory violation (severity error; an advisory one is a warning)."""
     try:
         plan, config, violations = check_stack(stack, stacks_dir, policy_pack_config)
     except ConfigError as exc:
-        raise fail_config(exc) from None
+        raise fail_config(exc, format) from None
     except (PackConfigError, OSError) as exc:
         typer.echo(f"policy pack config: {exc}", err=True)
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
-    typer.echo(render(violations), nl=False)
-    typer.echo(summary(plan, config, violations))
+    report(violations, format, summary(plan, config, violations), stack=stack,
+           packConfig=str(config.source) if config.source else None)
     if blocking(violations):
         raise typer.Exit(1)

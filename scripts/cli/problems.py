@@ -1,26 +1,66 @@
-"""How every command shows a stack config's problems: one block per problem, then exit status 2."""
+"""How every command shows findings (components/findings.py): the one text, markdown and JSON rendering
+(components/findings_render.py), `--format` to choose, and a bad stack config's exit status 2."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Annotated, Any
+
 import typer
 from rich.console import Console
+from rich.text import Text
 
-from components.config.problems import ConfigError, Problem, plural
+from components.config.problems import ConfigError
+from components.findings import Finding
+from components.findings_render import render_json, render_markdown, render_text
 
 CONFIG_ERROR_EXIT = 2
 err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+STYLE = {"error": "red", "warning": "yellow", "info": "green"}
 
 
-def print_problems(problems: list[Problem]) -> None:
-    for p in problems:
-        colour = "red" if p.severity == "error" else "yellow"
-        err.print(f"[{colour}]{p.severity}[/]\\[{p.rule}] [bold]{p.path or '<root>'}[/]: {p.message}",
-                  highlight=False)
-        err.print(f"    value: {p.value!r}", highlight=False, markup=False)
-        err.print(f"    fix:   {p.fix}", highlight=False, markup=False)
+class Format(StrEnum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
 
 
-def fail_config(exc: ConfigError) -> typer.Exit:
-    err.print(f"[red]{exc.source}: {plural(len(exc.errors), 'error')} in slurm-eks:cluster[/]", highlight=False)
-    print_problems(exc.problems)
+FormatOpt = Annotated[Format, typer.Option(
+    help="text for people, markdown for pull requests and CI step summaries, json for tools")]
+
+
+def coloured(findings: Iterable[Finding]) -> Text:
+    """The text rendering with each severity coloured (plain where the output is not a terminal)."""
+    text = Text(render_text(findings).rstrip("\n"))
+    for severity, style in STYLE.items():
+        text.highlight_regex(rf"(?m)^{severity}(?=\[)", style)
+    return text
+
+
+def print_findings(findings: list[Finding], console: Console = err) -> None:
+    if findings:
+        console.print(coloured(findings), highlight=False)
+
+
+def report(findings: list[Finding], format: Format, summary: str, **fields: Any) -> None:
+    """A command's findings and its summary line on stdout, as `format` says (JSON: `summary` and `fields` are
+    keys beside `findings` and `counts`)."""
+    if format is Format.json:
+        typer.echo(render_json(findings, summary=summary, **fields), nl=False)
+    elif format is Format.markdown:
+        typer.echo(render_markdown(findings) + ("\n" if findings else "") + summary)
+    else:
+        print_findings(findings, out)
+        typer.echo(summary)
+
+
+def fail_config(exc: ConfigError, format: Format = Format.text) -> typer.Exit:
+    """Every finding of a stack config that must not be deployed (text: on stderr), then exit status 2."""
+    if format is Format.text:
+        err.print(Text(exc.headline, style="red"), highlight=False)
+        print_findings(exc.findings)
+    else:
+        report(exc.findings, format, exc.headline, source=exc.source)
     return typer.Exit(CONFIG_ERROR_EXIT)

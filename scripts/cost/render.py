@@ -1,11 +1,13 @@
-"""The estimate in words: dollars, totals, footnotes, JSON, and the cost change between two plans (the preview
-workflow's PR comment, through `slurm-eks diff`). The table itself is scripts/cli/cost.py's."""
+"""The estimate in words: dollars, totals, its gaps (findings: what has no price), footnotes, JSON, and the cost
+change between two plans (the preview workflow's PR comment, through `slurm-eks diff`). The table itself is
+scripts/cli/cost.py's."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
 
+from components.findings import Finding
 from scripts.cost.estimate import Estimate, Line, estimate
 from scripts.cost.price_table import REFRESH_HINT, PriceTable
 from scripts.offline.plan_model import Plan
@@ -24,14 +26,24 @@ def total(e: Estimate, attr: str) -> str:
     return ("at least " if e.missing else "") + dollars(e.total(attr))
 
 
-def footnotes(e: Estimate, prices: PriceTable) -> list[str]:
-    out = []
+def gaps(e: Estimate, prices: PriceTable) -> list[Finding]:
+    """What the totals leave out: a plan that predates the node groups' output, and one warning per line and
+    missing price (the totals are then lower bounds), sorted by what has no price."""
+    found = []
     if not e.has_node_groups:
-        out.append("this plan has no `nodeGroups` output (it predates the cost estimate): partitions not priced")
-    out += [f"no price: {m}" for m in e.missing]
-    if e.missing:
-        out.append(f"  ({REFRESH_HINT}, or add a sourced price to {prices.path.name})")
-    out.append(f"not counted: {', '.join(e.not_counted)}")
+        found.append(Finding(rule="no-node-groups", severity="warning",
+                             message="this plan has no `nodeGroups` output (it predates the cost estimate): "
+                                     "partitions and pools not priced",
+                             fix="plan it again with this revision (`slurm-eks plan`)"))
+    unpriced = [Finding(rule="no-price", severity="warning", resource=f"{line.group} {line.name}",
+                        message=f"no price: {m}", fix=f"{REFRESH_HINT}, or add a sourced price to {prices.path.name}")
+                for line in e.lines for m in line.missing]
+    return found + sorted(unpriced, key=lambda f: (f.message, f.resource))  # by what has no price
+
+
+def footnotes(e: Estimate, prices: PriceTable) -> list[str]:
+    """What is not counted by design, and the price sources (the gaps are `gaps`)."""
+    out = [f"not counted: {', '.join(e.not_counted)}"]
     sources = sorted({s for line in e.lines for s in line.sources})
     out += [f"source {s}: {prices.source(s)}" for s in sources]
     return out

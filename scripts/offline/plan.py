@@ -22,10 +22,12 @@ from pulumi.runtime import settings
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
+from components.addons.k8s_operators import upstream_problems
 from components.config.cluster import CONFIG_NAMESPACE
-from components.config.problems import Problem
+from components.config.problems import ConfigError
 from components.config.stackfile import PROJECT_ROOT, STACKS_DIR, cluster_value, read_pulumi_config, stack_file
 from components.config.validation import parse_cluster_config
+from components.findings import Finding
 from scripts.offline.mocks import RealisticMocks, RecordingMonitor
 from scripts.offline.plan_model import Plan
 from scripts.offline.security_groups import node_security_groups
@@ -36,12 +38,16 @@ _QUIET = logging.getLogger("slurm-eks.plan.engine")
 _QUIET.setLevel(logging.ERROR)
 
 
-def run_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[Plan, list[Problem]]:
-    """Validate the stack's config, then run the program under mocks; raises ConfigError first.
-    Returns the plan and the config's warnings."""
+def run_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[Plan, list[Finding]]:
+    """Validate the stack's config, then run the program under mocks; raises ConfigError first (also for an
+    upstream file the config needs that is not in its cache: `make upstream`). Returns the plan and the config's
+    warnings."""
     path = stack_file(stack, stacks_dir)
     pulumi_config = read_pulumi_config(path)
     config, warnings = parse_cluster_config(cluster_value(pulumi_config, str(path)), str(path))
+    missing = upstream_problems(config)  # the plan reads upstream files from their cache only, never the network
+    if missing:
+        raise ConfigError(missing, str(path))
     mocks = RealisticMocks(region=config.region, cluster_name=config.name_for(stack))
     pulumi.runtime.set_all_config({k: _config_string(v) for k, v in pulumi_config.items()})
     plan = record(lambda: runpy.run_path(str(PROGRAM), run_name="__main__"), stack, mocks)

@@ -1,4 +1,4 @@
-"""The preflight checks, each `(session, config) -> Iterable[CheckResult]`, all read-only AWS calls.
+"""The preflight checks, each `(session, config) -> Iterable[Finding]`, all read-only AWS calls.
 
 Zone names (us-west-2a) map to different physical zones in each account, so every zone answer here is
 the caller's account's own view (DescribeInstanceTypeOfferings answers in the caller's names).
@@ -19,8 +19,9 @@ from botocore.exceptions import ClientError
 from components.compute import catalog
 from components.config.cluster import ClusterConfig, Network, Partition
 from components.config.k8s_pools import NodeGroup
+from components.findings import Finding
 from jobs.render import slurm_time_seconds
-from scripts.preflight.runner import Check, CheckResult
+from scripts.preflight.runner import Check
 from slurm.capacity.reservations import LEAD
 
 
@@ -64,7 +65,7 @@ def offered_zones(ec2: BaseClient, instance_types: Iterable[str]) -> dict[str, s
     return offered
 
 
-def check_offerings(session: boto3.Session, config: ClusterConfig) -> Iterator[CheckResult]:
+def check_offerings(session: boto3.Session, config: ClusterConfig) -> Iterator[Finding]:
     """Each partition's types are offered where it launches: the EFA zone, or the VPC's zones."""
     ec2 = session.client("ec2")
     vpc = vpc_zones(ec2, config.network)
@@ -84,29 +85,32 @@ def check_offerings(session: boto3.Session, config: ClusterConfig) -> Iterator[C
             missing = [z for z in zones if z not in have]
             name = f"{subject}: {instance_type}"
             if not missing:
-                yield CheckResult("instance-offerings", name, "pass", f"offered in {_names(zones)}")
+                yield Finding(rule="instance-offerings", resource=name, severity="info",
+                              message=f"offered in {_names(zones)}")
             elif not have:
-                yield CheckResult("instance-offerings", name, "fail", f"not offered in any zone of {config.region}",
-                                  "choose an instance type that this region offers, or another region")
+                yield Finding(rule="instance-offerings", resource=name, severity="error",
+                              message=f"not offered in any zone of {config.region}",
+                              fix="choose an instance type that this region offers, or another region")
             elif single_zone:
                 move = (f"set network.efaAvailabilityZone to one of"
                         f" {_names(efa_ready)} (each offers every EFA type), or "
                         if efa_ready else "no zone offers every EFA partition's types: ")
-                yield CheckResult("instance-offerings", name, "fail",
-                                  f"not offered in {efa_zone} (network.efaAvailabilityZone); offered in {where}",
-                                  f"{move}drop {instance_type} from the partition")
+                yield Finding(rule="instance-offerings", resource=name, severity="error",
+                              message=f"not offered in {efa_zone} (network.efaAvailabilityZone); offered in {where}",
+                              fix=f"{move}drop {instance_type} from the partition")
             elif inside:
-                yield CheckResult("instance-offerings", name, "warn",
-                                  f"not offered in {_names(missing)}; launches only in {_names(inside)}",
-                                  f"fine if those zones have the capacity; it is offered in {where}")
+                yield Finding(rule="instance-offerings", resource=name, severity="warning",
+                              message=f"not offered in {_names(missing)}; launches only in {_names(inside)}",
+                              fix=f"fine if those zones have the capacity; it is offered in {where}")
             else:
-                yield CheckResult("instance-offerings", name, "fail", f"not offered in {_names(zones)}",
-                                  f"add a zone (subnet) offering it to the network: {where}")
+                yield Finding(rule="instance-offerings", resource=name, severity="error",
+                              message=f"not offered in {_names(zones)}",
+                              fix=f"add a zone (subnet) offering it to the network: {where}")
 
 
 # --- EFA -------------------------------------------------------------------------------------------------
 
-def check_efa(session: boto3.Session, config: ClusterConfig) -> Iterator[CheckResult]:
+def check_efa(session: boto3.Session, config: ClusterConfig) -> Iterator[Finding]:
     """EFA partitions' and pools' types support EFA with at least the interfaces the catalog has nodes request."""
     types = sorted({t for p in efa_node_groups(config).values() for t in p.instance_types})
     if not types:
@@ -120,20 +124,22 @@ def check_efa(session: boto3.Session, config: ClusterConfig) -> Iterator[CheckRe
             expected = catalog.lookup(instance_type).efa_interfaces
             subject = f"{group_name}: {instance_type}"
             if actual == 0:
-                yield CheckResult("efa", subject, "fail", f"{instance_type} does not support EFA",
-                                  "use EFA instance types (p4d, p5, trn1, ...) or set efa: false")
+                yield Finding(rule="efa", resource=subject, severity="error",
+                              message=f"{instance_type} does not support EFA",
+                              fix="use EFA instance types (p4d, p5, trn1, ...) or set efa: false")
             elif actual < expected:
-                yield CheckResult("efa", subject, "fail",
-                                  f"{actual} EFA interfaces; nodes would request {expected} "
-                                  f"(components/compute/catalog.py)",
-                                  f"set efa_interfaces of {instance_type} in components/compute/catalog.py to {actual}")
+                yield Finding(rule="efa", resource=subject, severity="error",
+                              message=f"{actual} EFA interfaces; nodes would request {expected} "
+                              f"(components/compute/catalog.py)",
+                              fix=f"set efa_interfaces of {instance_type} in components/compute/catalog.py to {actual}")
             elif actual > expected:
-                yield CheckResult("efa", subject, "warn",
-                                  f"{actual} EFA interfaces; nodes request only {expected} "
-                                  f"(components/compute/catalog.py)",
-                                  f"set efa_interfaces of {instance_type} in components/compute/catalog.py to {actual}")
+                yield Finding(rule="efa", resource=subject, severity="warning",
+                              message=f"{actual} EFA interfaces; nodes request only {expected} "
+                              f"(components/compute/catalog.py)",
+                              fix=f"set efa_interfaces of {instance_type} in components/compute/catalog.py to {actual}")
             else:
-                yield CheckResult("efa", subject, "pass", f"{actual} EFA interfaces, as the catalog expects")
+                yield Finding(rule="efa", resource=subject, severity="info",
+                              message=f"{actual} EFA interfaces, as the catalog expects")
 
 
 # --- vCPU quotas -----------------------------------------------------------------------------------------
@@ -185,7 +191,7 @@ def vcpu_quota(quotas_client: BaseClient, code: str) -> float:
     return quotas_client.get_aws_default_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"]
 
 
-def check_quotas(session: boto3.Session, config: ClusterConfig) -> Iterator[CheckResult]:
+def check_quotas(session: boto3.Session, config: ClusterConfig) -> Iterator[Finding]:
     """The account's vCPU quota of each family group covers every partition at maxNodes."""
     client = session.client("service-quotas")
     for quota, uses in vcpu_demand(config).items():
@@ -194,12 +200,13 @@ def check_quotas(session: boto3.Session, config: ClusterConfig) -> Iterator[Chec
         detail = f"quota {have:g} vCPUs; maxNodes needs {need} ({', '.join(f'{p} {v}' for p, v in uses.items())})"
         subject = f"{quota.name} ({quota.code})"
         if have >= need:
-            yield CheckResult("vcpu-quota", subject, "pass", f"{detail}; other instances share it")
+            yield Finding(rule="vcpu-quota", resource=subject, severity="info",
+                          message=f"{detail}; other instances share it")
         else:
-            yield CheckResult("vcpu-quota", subject, "fail", detail,
-                              f"aws service-quotas request-service-quota-increase --service-code ec2 "
-                              f"--quota-code {quota.code} --desired-value {need} --region {config.region} "
-                              f"(or lower maxNodes)")
+            yield Finding(rule="vcpu-quota", resource=subject, severity="error", message=detail,
+                          fix=f"aws service-quotas request-service-quota-increase --service-code ec2 "
+                          f"--quota-code {quota.code} --desired-value {need} --region {config.region} "
+                          f"(or lower maxNodes)")
 
 
 # --- capacity reservations -------------------------------------------------------------------------------
@@ -210,7 +217,7 @@ PENDING_STATES = {"pending", "scheduled", "assessing", "delayed", "payment-pendi
 CAPACITY_BLOCK = "capacity-block"
 
 
-def check_reservations(session: boto3.Session, config: ClusterConfig) -> Iterator[CheckResult]:
+def check_reservations(session: boto3.Session, config: ClusterConfig) -> Iterator[Finding]:
     """Listed capacity reservations exist, are active, and match the partition's (or pool's) types and zones;
     Capacity Blocks are blocks, and have not ended."""
     reserving = {n: p for n, p in node_groups(config).items() if p.capacity_reservation_ids}
@@ -226,7 +233,7 @@ def check_reservations(session: boto3.Session, config: ClusterConfig) -> Iterato
 
 
 def reservation_result(ec2: BaseClient, reservation_id: str, name: str, partition: NodeGroup, zones: list[str],
-                       region: str, now: datetime | None = None) -> CheckResult:
+                       region: str, now: datetime | None = None) -> Finding:
     subject = f"{name}: {reservation_id}"
     try:
         found = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])["CapacityReservations"]
@@ -235,8 +242,9 @@ def reservation_result(ec2: BaseClient, reservation_id: str, name: str, partitio
             raise
         found = []
     if not found:
-        return CheckResult("capacity-reservations", subject, "fail", f"no such capacity reservation in {region}",
-                           "check the ID, and that the reservation is in this region or shared with this account")
+        return Finding(rule="capacity-reservations", resource=subject, severity="error",
+                       message=f"no such capacity reservation in {region}",
+                       fix="check the ID, and that the reservation is in this region or shared with this account")
     cr = found[0]
     state, zone, instance_type = cr["State"], cr["AvailabilityZone"], cr["InstanceType"]
     block = cr.get("ReservationType") == CAPACITY_BLOCK
@@ -245,49 +253,53 @@ def reservation_result(ec2: BaseClient, reservation_id: str, name: str, partitio
     if block:
         detail += f", block {_utc(cr.get('StartDate'))} to {_utc(cr.get('EndDate'))}"
     if partition.capacity_type == "capacity-block" and not block:
-        return CheckResult("capacity-reservations", subject, "fail", f"{detail}; an On-Demand Capacity Reservation, "
-                           "not a Capacity Block", "list the Capacity Block's reservation ID (cr-...), or set "
-                           "capacityType: reserved")
+        return Finding(rule="capacity-reservations", resource=subject, severity="error",
+                       message=f"{detail}; an On-Demand Capacity Reservation, not a Capacity Block",
+                       fix="list the Capacity Block's reservation ID (cr-...), or set capacityType: reserved")
     if instance_type not in partition.instance_types:
-        return CheckResult("capacity-reservations", subject, "fail", detail,
-                           f"list a reservation for {_names(partition.instance_types)}, or add {instance_type}")
+        return Finding(rule="capacity-reservations", resource=subject, severity="error", message=detail,
+                       fix=f"list a reservation for {_names(partition.instance_types)}, or add {instance_type}")
     if zone not in zones:
-        return CheckResult("capacity-reservations", subject, "fail", detail,
-                           f"the partition launches only in {_names(zones)}: use a reservation there")
+        return Finding(rule="capacity-reservations", resource=subject, severity="error", message=detail,
+                       fix=f"the partition launches only in {_names(zones)}: use a reservation there")
     if block:
         ended = block_end_result(subject, detail, partition, cr.get("StartDate"), cr.get("EndDate"),
                                  now or datetime.now(UTC))
         if ended is not None:
             return ended
     if state in PENDING_STATES:
-        return CheckResult("capacity-reservations", subject, "warn", detail,
-                           "nodes launch into it once it is active")
+        return Finding(rule="capacity-reservations", resource=subject, severity="warning", message=detail,
+                       fix="nodes launch into it once it is active")
     if state != "active":
-        return CheckResult("capacity-reservations", subject, "fail", detail, "list an active reservation")
+        return Finding(rule="capacity-reservations", resource=subject, severity="error", message=detail,
+                       fix="list an active reservation")
     if block and partition.capacity_type != "capacity-block":
-        return CheckResult("capacity-reservations", subject, "warn", f"{detail}; a Capacity Block",
-                           "set capacityType: capacity-block, so that Slurm starts no job that would run past the "
-                           "block's end")
-    return CheckResult("capacity-reservations", subject, "pass", detail)
+        return Finding(rule="capacity-reservations", resource=subject, severity="warning",
+                       message=f"{detail}; a Capacity Block",
+                       fix="set capacityType: capacity-block, so that Slurm starts no job that would run past the "
+                       "block's end")
+    return Finding(rule="capacity-reservations", resource=subject, severity="info", message=detail)
 
 
 def block_end_result(subject: str, detail: str, partition: NodeGroup, start: datetime | None, end: datetime | None,
-                     now: datetime) -> CheckResult | None:
+                     now: datetime) -> Finding | None:
     """A fail once the block has ended; a warning when it ends within the partition's maxTime (a job of maxTime
     started now, or at the block's start, could not finish: Slurm holds back jobs that would run into the block's
     last LEAD minutes, when Karpenter takes the nodes: slurm/capacity/reservations.py); None otherwise."""
     if end is None:
         return None
     if end <= now:
-        return CheckResult("capacity-reservations", subject, "fail", f"{detail}; the block has ended",
-                           "list a Capacity Block that has not ended (aws ec2 describe-capacity-block-offerings)")
+        return Finding(rule="capacity-reservations", resource=subject, severity="error",
+                       message=f"{detail}; the block has ended",
+                       fix="list a Capacity Block that has not ended (aws ec2 describe-capacity-block-offerings)")
     limit = slurm_time_seconds(partition.max_time) if isinstance(partition, Partition) else None
     usable = end - LEAD - max(now, start or now)
     if limit is not None and usable < timedelta(seconds=limit):
-        return CheckResult("capacity-reservations", subject, "warn",
-                           f"{detail}; jobs can start for {_hours(usable)} more, below maxTime {partition.max_time}",
-                           "fine for shorter jobs; extend the block or add the next one before long jobs are held "
-                           "back")
+        return Finding(rule="capacity-reservations", resource=subject, severity="warning",
+                       message=f"{detail}; jobs can start for {_hours(usable)} more, below maxTime "
+                       f"{partition.max_time}",
+                       fix="fine for shorter jobs; extend the block or add the next one before long jobs are held "
+                       "back")
     return None
 
 
@@ -301,30 +313,32 @@ def _hours(span: timedelta) -> str:
 
 # --- S3 --------------------------------------------------------------------------------------------------
 
-def check_buckets(session: boto3.Session, config: ClusterConfig) -> Iterator[CheckResult]:
+def check_buckets(session: boto3.Session, config: ClusterConfig) -> Iterator[Finding]:
     """The FSx repositories' buckets exist in the stack's region (FSx links buckets of its own region)."""
     s3 = session.client("s3")
     for bucket in sorted({urlparse(r.s3).netloc for r in config.storage.fsx.repositories}):
         yield bucket_result(s3, bucket, config.region)
 
 
-def bucket_result(s3: BaseClient, bucket: str, region: str) -> CheckResult:
+def bucket_result(s3: BaseClient, bucket: str, region: str) -> Finding:
     subject = f"s3://{bucket}"
     try:
         bucket_region = s3.head_bucket(Bucket=bucket)["BucketRegion"]
     except ClientError as exc:
         code = _error_code(exc)
         if code in ("404", "NoSuchBucket"):
-            return CheckResult("s3-buckets", subject, "fail", "bucket does not exist",
-                               f"aws s3 mb {subject} --region {region}, or fix storage.fsx.repositories[].s3")
+            return Finding(rule="s3-buckets", resource=subject, severity="error", message="bucket does not exist",
+                           fix=f"aws s3 mb {subject} --region {region}, or fix storage.fsx.repositories[].s3")
         if code in ("403", "AccessDenied"):
-            return CheckResult("s3-buckets", subject, "warn", "bucket exists but these credentials cannot read it",
-                               "FSx links it with the deployer's permissions: allow s3:ListBucket on it")
+            return Finding(rule="s3-buckets", resource=subject, severity="warning",
+                           message="bucket exists but these credentials cannot read it",
+                           fix="FSx links it with the deployer's permissions: allow s3:ListBucket on it")
         raise
     if bucket_region != region:
-        return CheckResult("s3-buckets", subject, "fail", f"bucket is in {bucket_region}, the stack in {region}",
-                           f"use a bucket in {region} (S3 replication can copy the data there)")
-    return CheckResult("s3-buckets", subject, "pass", f"exists in {region}")
+        return Finding(rule="s3-buckets", resource=subject, severity="error",
+                       message=f"bucket is in {bucket_region}, the stack in {region}",
+                       fix=f"use a bucket in {region} (S3 replication can copy the data there)")
+    return Finding(rule="s3-buckets", resource=subject, severity="info", message=f"exists in {region}")
 
 
 # --- Kubernetes version ----------------------------------------------------------------------------------
@@ -337,7 +351,7 @@ def _until(day: datetime | None) -> str:
     return f" until {day:%Y-%m-%d}" if day else ""
 
 
-def check_kubernetes_version(session: boto3.Session, config: ClusterConfig) -> Iterator[CheckResult]:
+def check_kubernetes_version(session: boto3.Session, config: ClusterConfig) -> Iterator[Finding]:
     """EKS in the region offers kubernetesVersion, preferably in standard support."""
     pages = session.client("eks").get_paginator("describe_cluster_versions").paginate()
     versions = {v["clusterVersion"]: v for page in pages for v in page["clusterVersions"]}
@@ -348,15 +362,17 @@ def check_kubernetes_version(session: boto3.Session, config: ClusterConfig) -> I
     status = found.get("versionStatus", "UNSUPPORTED")
     subject = f"kubernetesVersion {wanted}"
     if status == "STANDARD_SUPPORT":
-        yield CheckResult("kubernetes-version", subject, "pass",
-                          f"standard support{_until(found.get('endOfStandardSupportDate'))}")
+        yield Finding(rule="kubernetes-version", resource=subject, severity="info",
+                      message=f"standard support{_until(found.get('endOfStandardSupportDate'))}")
     elif status == "EXTENDED_SUPPORT":
-        yield CheckResult("kubernetes-version", subject, "warn",
-                          f"extended support, at an extra hourly charge{_until(found.get('endOfExtendedSupportDate'))}",
-                          f"move to a version in standard support: {_names(standard)}")
+        yield Finding(rule="kubernetes-version", resource=subject, severity="warning",
+                      message="extended support, at an extra hourly charge"
+                      f"{_until(found.get('endOfExtendedSupportDate'))}",
+                      fix=f"move to a version in standard support: {_names(standard)}")
     else:
-        yield CheckResult("kubernetes-version", subject, "fail", f"EKS in {config.region} does not offer {wanted}",
-                          f"set kubernetesVersion to one of {_names(standard)}")
+        yield Finding(rule="kubernetes-version", resource=subject, severity="error",
+                      message=f"EKS in {config.region} does not offer {wanted}",
+                      fix=f"set kubernetesVersion to one of {_names(standard)}")
 
 
 CHECKS: dict[str, Check] = {

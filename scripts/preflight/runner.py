@@ -1,36 +1,28 @@
 """Preflight: ask the AWS account, read-only, whether a stack can be deployed before `pulumi up` tries.
 
-Each check is a function `(session, config) -> Iterable[CheckResult]` in `scripts.preflight.checks`; this
-module runs them. An AWS API that refuses or does not implement a call turns that check into a `warn`
-naming the reason, so one missing permission does not hide the other answers. Missing credentials or an
-unreachable endpoint stop the run with `AwsUnavailable`: nothing can be checked without them.
+Each check is a function `(session, config) -> Iterable[Finding]` in `scripts.preflight.checks`; this
+module runs them. A check's findings are `error` (it fails: the deploy would), `warning` (it may) or `info`
+(it passed: what the account says). An AWS API that refuses or does not implement a call turns that check
+into a `warning` naming the reason, so one missing permission does not hide the other answers. Missing
+credentials or an unreachable endpoint stop the run with `AwsUnavailable`: nothing can be checked without them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from components.config.cluster import ClusterConfig
+from components.findings import Finding, errors
 
-Status = Literal["pass", "warn", "fail"]
 ACCESS_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"}
 
-
-@dataclass(frozen=True)
-class CheckResult:
-    check: str  # e.g. "vcpu-quota"
-    subject: str  # what was checked, e.g. a partition, instance type, quota or bucket
-    status: Status
-    detail: str  # what the account says
-    fix: str = ""  # how to put it right; empty on pass
-
-
-Check = Callable[[boto3.Session, ClusterConfig], Iterable[CheckResult]]
+# One finding per thing checked: rule = the check (e.g. "vcpu-quota"), resource = what was checked (a partition's
+# instance type, a quota, a bucket), message = what the account says, fix = how to put it right (none on a pass).
+Check = Callable[[boto3.Session, ClusterConfig], Iterable[Finding]]
 
 
 class AwsUnavailable(Exception):
@@ -55,8 +47,8 @@ def open_session(region: str, profile: str | None = None) -> tuple[boto3.Session
     return session, Identity(who["Account"], who["Arn"], region)
 
 
-def run_checks(session: boto3.Session, config: ClusterConfig, checks: dict[str, Check]) -> list[CheckResult]:
-    results: list[CheckResult] = []
+def run_checks(session: boto3.Session, config: ClusterConfig, checks: dict[str, Check]) -> list[Finding]:
+    results: list[Finding] = []
     for name, check in checks.items():
         try:
             for result in check(session, config):  # appended one by one: an error keeps earlier answers
@@ -68,13 +60,13 @@ def run_checks(session: boto3.Session, config: ClusterConfig, checks: dict[str, 
     return results
 
 
-def _unanswered(check: str, exc: ClientError) -> CheckResult:
+def _unanswered(check: str, exc: ClientError) -> Finding:
     if exc.response.get("Error", {}).get("Code") in ACCESS_DENIED:
-        fix = f"allow {exc.operation_name} to these credentials (README: Preflight, IAM permissions)"
+        fix = f"allow {exc.operation_name} to these credentials (docs/operating.md: Preflight, IAM permissions)"
     else:
         fix = "check this by hand in the AWS console, or rerun when the API answers"
-    return CheckResult(check, "-", "warn", f"could not check: {exc}", fix)
+    return Finding(rule=check, severity="warning", message=f"could not check: {exc}", fix=fix)
 
 
-def failed(results: Iterable[CheckResult]) -> bool:
-    return any(r.status == "fail" for r in results)
+def failed(results: Iterable[Finding]) -> bool:
+    return bool(errors(results))

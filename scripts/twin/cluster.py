@@ -6,7 +6,8 @@ entrypoints and supervisor configs (scripts/twin/images.py).
 
 `Twin(plan_dir, state_dir).up()` starts it; `down()` stops every pod and removes the network. Where the twin must
 differ from the cluster, the difference is in TWIN_SLURM_CONF (with why), in images.py (hardware, config
-directory) or database.py (what stands in for AWS), and README.md "The twin" lists what only a real cluster shows.
+directory) or database.py (what stands in for AWS), and docs/architecture.md "The twin" lists what only a real
+cluster shows.
 """
 
 from __future__ import annotations
@@ -291,7 +292,7 @@ class Twin:
         if pod.spec.get("automountServiceAccountToken") is not False:
             # What the kubelet gives every such pod: the API's address and a service-account token. The twin has
             # no Kubernetes API (nothing answers there): a controller's API calls fail, as they would during an
-            # API outage, and its other work goes on (README "The twin").
+            # API outage, and its other work goes on (docs/architecture.md "The twin").
             account = [Mount(str(self._service_account()), SERVICE_ACCOUNT_DIR, readonly=True)]
             extra = {c.name: [*extra.get(c.name, ()), *account] for c in (*pod.init_containers, *pod.containers)}
         inits = [self._container(pod, c, volumes, builder, extra.get(c.name, ()))

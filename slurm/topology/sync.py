@@ -20,9 +20,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from slurm.health.kube import Kube
 from slurm.topology.instance_topology import ACTION, InstanceTopology, batches, parse_page, request_params
 from slurm.topology.render import flat_topology_yaml, render_topology_yaml
 from slurm.topology.tree import build_tree
@@ -31,6 +30,21 @@ ANNOTATION = "topology.slinky.slurm.net/spec"  # slurm-operator v1.2.1 api/v1bet
 PROVIDER_PREFIX = "aws:///"
 Call = Callable[[str, dict[str, str]], ET.Element]  # a Query API call: action, parameters -> response root
 Log = Callable[[dict[str, Any]], None]
+
+
+class KubeApi(Protocol):
+    """The Kubernetes calls this step makes. The controller passes its client (slurm/health/kube.py's `Kube`);
+    declared here, not imported, so slurm.topology needs nothing of slurm.health, which runs it."""
+
+    def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
+
+    def nodes(self) -> list[dict[str, Any]]: ...
+
+    def annotate_node(self, name: str, annotations: dict[str, str]) -> None: ...
+
+    def get_configmap(self, name: str, namespace: str = "slurm") -> dict[str, Any] | None: ...
+
+    def replace_configmap(self, configmap: dict[str, Any]) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -48,7 +62,7 @@ def instance_id(node: dict[str, Any]) -> str | None:
     return provider.rpartition("/")[2] if provider.startswith(PROVIDER_PREFIX) else None
 
 
-def slurm_nodes_by_host(kube: Kube, settings: TopologySettings) -> dict[str, list[str]]:
+def slurm_nodes_by_host(kube: KubeApi, settings: TopologySettings) -> dict[str, list[str]]:
     """Kubernetes node -> the Slurm nodes (slurmd pods) scheduled on it."""
     hosts: dict[str, list[str]] = {}
     for pod in kube.pods(settings.namespace, settings.pod_selector):
@@ -71,7 +85,7 @@ def describe_topology(call: Call, ids: Sequence[str]) -> list[InstanceTopology]:
     return found
 
 
-def topology_pass(kube: Kube, call: Call, settings: TopologySettings, log: Log,
+def topology_pass(kube: KubeApi, call: Call, settings: TopologySettings, log: Log,
                   known: dict[str, InstanceTopology] | None = None) -> str:
     """One sync; returns the topology.yaml it leaves in place. `known` (kept by the caller across passes) holds the
     placed instances already read: a running instance keeps its place in the network, so EC2 is asked only about

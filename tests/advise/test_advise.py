@@ -391,11 +391,12 @@ def test_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
     assert result.stderr.startswith(message) and result.stderr.count("\n") == 1 and result.stdout == ""
 
 
-def test_the_readme_example_is_what_advise_prints() -> None:
+def test_the_documented_example_is_what_advise_prints() -> None:
+    """docs/jobs.md, "Choosing a layout": the Llama 3 70B example's output and the command rendered from it."""
     result = _cli("--stack", "prod", "--partition", "gpu-h100", "--model", "llama3-70b")
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "jobs.md").read_text()
     for line in ("recommended: TP 2 x FSDP 16 on 4 nodes", "estimate: 19,721 tokens/s", "without activation"):
         (printed,) = [p for p in result.stdout.splitlines() if p.startswith(line)]
-        assert printed in readme
+        assert printed in page
     command = result.stdout.splitlines()[-1].strip()
-    assert f"{command} --steps 20000 > train-70b.sbatch" in readme
+    assert f"{command} --steps 20000 > train-70b.sbatch" in page

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scripts.checks.findings import Finding
+from components.findings import Finding
 from scripts.checks.iam import check, controller_roles, plan_facts
 from scripts.checks.iam_requests import CONTROLLERS
 from scripts.offline.plan_model import Plan

@@ -11,9 +11,9 @@ import pytest
 
 from components.config.cluster import ClusterConfig
 from components.config.stackfile import load_stack
+from components.findings import Finding
 from components.slinky.slurm_conf import SRUN_PORT_RANGE
 from scripts.checks import network
-from scripts.checks.findings import Finding
 from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan, PlannedResource
 from scripts.offline.security_groups import (
@@ -305,9 +305,9 @@ def test_an_address_rule_admits_only_senders_inside_its_block() -> None:
     inside = network.Endpoint("deployer", cidrs=("10.1.4.0/24",), external=True)
     found = network.evaluate(t, network.Flow(outside, b, "tcp", (443, 443), "pulumi up"))
     assert found == Finding(
-        "network", "deployer -> b (tcp 443)",
-        "pulumi up; no ingress rule of b's groups [b (sg-b)] admits it from deployer [10.2.0.0/24]",
-        "give both the same group, or add an ingress rule for deployer -> b (tcp 443)")
+        rule="network", severity="error", resource="deployer -> b (tcp 443)",
+        message="pulumi up; no ingress rule of b's groups [b (sg-b)] admits it from deployer [10.2.0.0/24]",
+        fix="give both the same group, or add an ingress rule for deployer -> b (tcp 443)")
     assert network.evaluate(t, network.Flow(inside, b, "tcp", (443, 443), "pulumi up")) is None
 
 

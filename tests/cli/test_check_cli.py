@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from scripts.checks.findings import Finding
+from components.findings import Finding
 from scripts.cli import check as check_command
 from scripts.cli.main import app
 from tests.plan.fixtures import shipped_plan
@@ -22,7 +22,8 @@ def test_shipped_stacks_pass_the_deploy_check(stack: str) -> None:
 
 
 def test_an_error_is_printed_with_its_fix_and_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
-    finding = Finding("network", "a -> b (tcp 443)", "nobody admits it", "add a rule")
+    finding = Finding(rule="network", severity="error", resource="a -> b (tcp 443)", message="nobody admits it",
+                      fix="add a rule")
     monkeypatch.setattr(check_command, "check_stack", lambda stack, stacks_dir: (shipped_plan("dev"), [finding]))
     result = runner.invoke(app, ["check", "--stack", "dev"])
     assert result.exit_code == 1

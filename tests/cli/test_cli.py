@@ -36,21 +36,21 @@ def test_validate_shipped_stacks() -> None:
 def test_validate_refuses_a_stack_file_without_a_kms_secrets_provider(tmp_path: Path) -> None:
     result = run("validate", "--stack", "nokms", "--stacks-dir", str(_stack_dir(tmp_path, "nokms", raw_config("dev"))))
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "error[secrets-provider] secretsprovider: no secrets provider" in result.stderr
+    assert "error[secrets-provider] secretsprovider\n    no secrets provider" in result.stderr
     assert "awskms://alias/" in result.stderr
 
 
 def test_validate_bad_fsx_capacity_exits_2_naming_path_and_allowed_values(tmp_path: Path) -> None:
     raw = raw_config("prod")
     raw["storage"]["fsx"]["capacityGiB"] = 1000
-    raw["slurm"]["login"]["allowedCidrs"] = ["0.0.0.0/0"]
+    raw["slurm"]["login"]["rootSshKeys"] = ["hello"]
     result = run("validate", "--stack", "bad", "--stacks-dir", str(_stack_dir(tmp_path, "bad", raw)))
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "2 errors" in result.stderr
     assert "storage.fsx.capacityGiB" in result.stderr and "1200, 2400, or a multiple of 2400" in result.stderr
     assert "value: 1000" in result.stderr
-    assert "slurm.login.allowedCidrs[0]" in result.stderr and "allowPublicSsh" in result.stderr
+    assert "slurm.login.rootSshKeys[0]" in result.stderr and "not an OpenSSH public key" in result.stderr
 
 
 def test_plan_of_a_bad_config_creates_nothing(tmp_path: Path) -> None:

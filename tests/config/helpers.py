@@ -9,21 +9,22 @@ from typing import Any
 import yaml
 
 from components.config.cluster import FULL_KEY
-from components.config.problems import ConfigError, Problem
+from components.config.problems import ConfigError
 from components.config.stackfile import stack_file
 from components.config.validation import parse_cluster_config
+from components.findings import Finding
 
 
 def raw_config(stack: str) -> dict[str, Any]:
     return copy.deepcopy(yaml.safe_load(stack_file(stack).read_text())["config"][FULL_KEY])
 
 
-def problems_of_rule(raw: dict[str, Any], rule: str) -> list[Problem]:
+def problems_of_rule(raw: dict[str, Any], rule: str) -> list[Finding]:
     """The problems `rule` reports for `raw`, whether parsing stopped (ConfigError) or went on."""
     try:
         _, problems = parse_cluster_config(raw, "test.yaml")
     except ConfigError as exc:
-        problems = exc.problems
+        problems = exc.findings
     return [p for p in problems if p.rule == rule]
 
 

@@ -85,7 +85,7 @@ def test_mutations_yield_config_or_config_error(raw: dict[str, Any]) -> None:
     try:
         config, warnings = parse_cluster_config(raw, "mutated.yaml")
     except ConfigError as exc:
-        unplaced = [p for p in exc.problems if not (p.path and points_into(raw, p.path) and p.message and p.fix)]
+        unplaced = [p for p in exc.findings if not (p.path and points_into(raw, p.path) and p.message and p.fix)]
         assert not unplaced, unplaced
         return
     assert [w for w in warnings if not (w.path and points_into(raw, w.path))] == []

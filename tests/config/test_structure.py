@@ -16,7 +16,7 @@ from tests.config.helpers import raw_config
 def _problems(raw: object) -> list:
     with pytest.raises(ConfigError) as caught:
         parse_cluster_config(raw, "test.yaml")
-    return caught.value.problems
+    return caught.value.findings
 
 
 def test_unknown_key_suggests_the_nearest() -> None:
@@ -73,21 +73,21 @@ def test_missing_stack_file_names_the_known_stacks(tmp_path) -> None:
     (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
     with pytest.raises(ConfigError) as caught:
         load_stack("staging", tmp_path)
-    assert "not found" in caught.value.problems[0].message and "dev" in caught.value.problems[0].fix
+    assert "not found" in caught.value.findings[0].message and "dev" in caught.value.findings[0].fix
 
 
 def test_misspelt_config_key_in_stack_file(tmp_path) -> None:
     (tmp_path / "Pulumi.x.yaml").write_text("config:\n  slurm-eks:clustr: {}\n")
     with pytest.raises(ConfigError) as caught:
         load_stack("x", tmp_path)
-    assert caught.value.problems[0].fix == "rename `slurm-eks:clustr` to `slurm-eks:cluster`"
+    assert caught.value.findings[0].fix == "rename `slurm-eks:clustr` to `slurm-eks:cluster`"
 
 
 def test_bad_yaml(tmp_path) -> None:
     (tmp_path / "Pulumi.x.yaml").write_text("config: [unclosed\n")
     with pytest.raises(ConfigError) as caught:
         load_stack("x", tmp_path)
-    assert "not valid YAML" in caught.value.problems[0].message
+    assert "not valid YAML" in caught.value.findings[0].message
 
 
 def test_shipped_stacks_are_valid() -> None:
@@ -123,7 +123,7 @@ def test_unquoted_kubernetes_version_gets_the_yaml_hint(tmp_path) -> None:
     stack.write_text(re.sub(r"kubernetesVersion: .*", "kubernetesVersion: 1.30", text))
     with pytest.raises(ConfigError) as caught:
         load_stack("t", tmp_path)
-    (problem,) = caught.value.problems
+    (problem,) = caught.value.findings
     assert problem.path == "kubernetesVersion" and problem.value == 1.3
     assert "YAML reads an unquoted 1.30 as the number 1.3" in problem.fix
 

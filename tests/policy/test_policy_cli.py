@@ -38,14 +38,14 @@ def test_shipped_prod_passes() -> None:
 
 def test_violation_prints_rule_resource_message_and_fix_and_exits_1(tmp_path: Path) -> None:
     raw = raw_config("prod")
-    raw["partitions"]["gpu-h100"]["capacityType"] = "spot"  # a config warning, a policy violation
-    code, output = invoke("--stack", "spotty", "--stacks-dir", str(_stacks_dir(tmp_path, "spotty", raw)),
+    raw["slurm"]["login"]["allowedCidrs"] = ["0.0.0.0/0"]  # valid config; only the pack's owners may allow it
+    code, output = invoke("--stack", "open", "--stacks-dir", str(_stacks_dir(tmp_path, "open", raw)),
                           "--policy-pack-config", str(PROD_PACK_CONFIG))
     assert code == 1, output
-    assert "mandatory[efa-no-spot] partition-gpu-h100-nodepool (kubernetes:karpenter.sh/v1:NodePool)" in output
-    assert "may launch spot nodes" in output
-    assert "fix: set the partition's capacityType to on-demand, or reserved or capacity-block" in output
-    assert "stack spotty: 1 mandatory and 0 advisory violations" in output
+    assert "error[no-world-ssh] slurm-login (kubernetes:slinky.slurm.net/v1beta1:LoginSet)" in output
+    assert "loadBalancerSourceRanges include 0.0.0.0/0" in output
+    assert "fix: list office/VPN ranges in slurm.login.allowedCidrs" in output
+    assert "stack open: 1 mandatory and 0 advisory violations" in output
 
 
 def test_invalid_config_exits_2(tmp_path: Path) -> None:
@@ -57,11 +57,11 @@ def test_invalid_config_exits_2(tmp_path: Path) -> None:
 
 def test_public_ssh_passes_only_when_the_packs_config_waives_it(tmp_path: Path) -> None:
     raw = raw_config("prod")
-    raw["slurm"]["login"].update(allowedCidrs=["0.0.0.0/0"], allowPublicSsh=True)  # the stack means it
+    raw["slurm"]["login"].update(allowedCidrs=["0.0.0.0/0"])  # a valid config: only the pack can allow it
     stacks = str(_stacks_dir(tmp_path, "open", raw))
     code, output = invoke("--stack", "open", "--stacks-dir", stacks, "--policy-pack-config", str(PROD_PACK_CONFIG))
     assert code == 1, output
-    assert "mandatory[no-world-ssh]" in output and "loadBalancerSourceRanges include 0.0.0.0/0" in output
+    assert "error[no-world-ssh]" in output and "loadBalancerSourceRanges include 0.0.0.0/0" in output
     assert "stack open: 1 mandatory" in output  # prod's own waivers and exceptions, not this one
     waiver = tmp_path / "open.json"
     waiver.write_text(json.dumps({**json.loads(PROD_PACK_CONFIG.read_text()),

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from policy.model import UNKNOWN, Enforcement, ResourceRule
 from policy.pack_config import for_stack
@@ -24,10 +22,7 @@ from policy.rules import (
     SERVICE,
 )
 from policy.ruleset import RULES, evaluate
-from policy.stack_rules import efa_no_spot, efa_node_pools, efa_single_zone
-from scripts.offline.plan import run_plan
 from scripts.offline.plan_model import Plan
-from tests.config.helpers import raw_config
 from tests.plan.fixtures import one, shipped_plan
 from tests.policy.broken import (
     CASES,
@@ -39,19 +34,18 @@ from tests.policy.broken import (
     Case,
     _mutate,
     _open_login,
-    _requirement,
     resource,
 )
 
 
 def flagged(plan: Plan) -> set[tuple[str, str]]:
-    return {(v.rule.name, v.urn) for v in evaluate(plan.resources)}
+    return {(v.rule, v.urn) for v in evaluate(plan.resources)}
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_shipped_stacks_have_no_violations(stack: str) -> None:
     violations = evaluate(shipped_plan(stack).resources, for_stack(stack, RULES))
-    assert [(v.rule.name, v.urn, v.message) for v in violations] == []
+    assert [(v.rule, v.urn, v.message) for v in violations] == []
 
 
 def test_privileged_namespaces_need_a_reason_from_the_pack_owners() -> None:
@@ -59,7 +53,7 @@ def test_privileged_namespaces_need_a_reason_from_the_pack_owners() -> None:
     listed = for_stack("prod", RULES)
     keda = one(plan, "kubernetes:core/v1:Namespace", "namespace-keda")
     keda.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = "privileged"
-    found = {v.urn for v in evaluate(plan.resources, listed) if v.rule.name == "namespace-pod-security"}
+    found = {v.urn for v in evaluate(plan.resources, listed) if v.rule == "namespace-pod-security"}
     assert found == {keda.urn}  # slurm and monitoring are listed, keda is not
 
 
@@ -101,9 +95,6 @@ NEAR_MISSES: list[tuple[str, str, Callable[[], tuple[Plan, str]]]] = [
      _mutate(EKS, None, lambda i: i.update(encryptionConfigKeyArn=UNKNOWN))),
     ("nodepool-keeps-busy-nodes", "WhenEmptyOrUnderutilized held back by a 0-node Underutilized budget",
      _mutate(NODE_POOL, "partition-gpu-a100-nodepool", _consolidation_held_by_budget)),
-    ("efa-no-spot", "EFA NodePool excluding spot",
-     _mutate(NODE_POOL, "partition-gpu-h100-nodepool",
-             lambda i: _requirement(i, "karpenter.sh/capacity-type").update(operator="NotIn", values=["spot"]))),
     # The Lustre client rule on the nodes' group: with a CIDR it references no FSx group, so it guards nothing.
     ("storage-cluster-only", "CIDR rule on the cluster's own group",
      _mutate(INGRESS, "storage-nodes-from-fsx-988", _cidr_rule_on_the_nodes_group)),
@@ -120,20 +111,6 @@ def test_near_miss_is_accepted(rule: str, what: str, make: Callable[[], tuple[Pl
         target = plan.by_urn()[urn]
         target.dependencies = [d for d in target.dependencies if d.endswith("::eks")]
     assert (rule, urn) not in flagged(plan)
-
-
-def test_spot_is_fine_where_there_is_no_efa() -> None:
-    """The EFA rules judge only the NodePools an EFA NodeSet lands on: prod's gpu-h100 pool, moved to spot,
-    is flagged while its NodeSet asks for EFA interfaces, and not once it stops asking."""
-    plan = copy.deepcopy(shipped_plan("prod"))
-    pool = one(plan, NODE_POOL, "partition-gpu-h100-nodepool")
-    _requirement(pool.inputs, "karpenter.sh/capacity-type")["values"] = ["spot"]
-    assert ("efa-no-spot", pool.urn) in flagged(plan)
-    (node_set,) = [r for r in plan.of_type("kubernetes:slinky.slurm.net/v1beta1:NodeSet")
-                   if r.inputs["metadata"]["name"] == "gpu-h100"]
-    for amounts in node_set.inputs["spec"]["slurmd"]["resources"].values():
-        amounts.pop("vpc.amazonaws.com/efa")
-    assert ("efa-no-spot", pool.urn) not in flagged(plan)
 
 
 def test_only_s3_encryption_is_advisory() -> None:
@@ -297,15 +274,3 @@ def test_any_consolidation_policy_but_when_empty_is_flagged(policy: str) -> None
         f"disruption.consolidationPolicy is {policy}: Karpenter may drain a node that runs a job "
         "to pack its pods onto fewer nodes"]
 
-
-def test_an_efa_capacity_block_partition_passes_every_rule(tmp_path: Path) -> None:
-    """capacityType capacity-block is `reserved` to Karpenter (narrowed by karpenter.k8s.aws/capacity-reservation-
-    type): not spot, in the EFA zone, so efa-no-spot and efa-single-zone accept it like the shipped stack."""
-    raw = raw_config("prod")
-    raw["partitions"]["gpu-h100"].update(capacityType="capacity-block", capacityReservationIds=["cr-0123456789abcdef0"])
-    (tmp_path / "Pulumi.cb.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
-    plan, _ = run_plan("cb", tmp_path)
-    pool = one(plan, NODE_POOL, "partition-gpu-h100-nodepool")
-    assert pool in efa_node_pools(plan.resources)
-    assert [(rule, urn) for rule, urn in flagged(plan) if urn == pool.urn] == []
-    assert efa_no_spot(plan.resources) == [] and efa_single_zone(plan.resources) == []

@@ -1,5 +1,5 @@
 """Exceptions to the pack's rules belong to whoever owns the pack, never to the stack being checked: a stack
-that opens its login to the internet (`slurm.login.allowPublicSsh: true`, 0.0.0.0/0) still fails
+that opens its login to the internet (0.0.0.0/0 in `slurm.login.allowedCidrs`) fails
 `no-world-ssh` unless the pack's config for that stack (policy/config/<stack>.json) waives it; `pulumi
 preview` and `slurm-eks policy` read that file alike and agree.
 
@@ -23,7 +23,7 @@ from pulumi.runtime import proto
 from pulumi_policy import EnforcementLevel
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 
-from policy.model import Enforcement
+from policy.model import ENFORCEMENT, Enforcement
 from policy.pack import policies
 from policy.pack_config import CONFIG_DIR, PackConfig, PackConfigError, for_stack, parse
 from policy.ruleset import RULES, evaluate
@@ -43,8 +43,8 @@ Found = set[tuple[str, str, str]]  # (rule, urn, enforcement)
 
 @pytest.fixture(scope="module")
 def open_login(tmp_path_factory: pytest.TempPathFactory) -> Plan:
-    """prod, its login open to the internet the way the stack file says it means to."""
-    raw = variant("prod", lambda r: r["slurm"]["login"].update(allowedCidrs=["0.0.0.0/0"], allowPublicSsh=True))
+    """prod, its login open to the internet (the stack file alone cannot allow it: the pack's waiver does)."""
+    raw = variant("prod", lambda r: r["slurm"]["login"].update(allowedCidrs=["0.0.0.0/0"]))
     return plan_of(raw, tmp_path_factory.mktemp("open"), "open")
 
 
@@ -97,7 +97,7 @@ def online(plan: Plan, raw_config: Mapping[str, Any]) -> Found:
 
 
 def offline(plan: Plan, raw_config: Mapping[str, Any]) -> Found:
-    return {(v.rule.name, v.urn, v.enforcement) for v in evaluate(plan.resources, parse(raw_config, RULES))}
+    return {(v.rule, v.urn, ENFORCEMENT[v.severity]) for v in evaluate(plan.resources, parse(raw_config, RULES))}
 
 
 def login_urn(plan: Plan) -> str:

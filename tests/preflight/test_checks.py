@@ -15,6 +15,7 @@ from botocore.stub import Stubber
 
 from components.config.cluster import ClusterConfig
 from components.config.validation import parse_cluster_config
+from components.findings import Finding
 from scripts.preflight.checks import (
     CHECKS,
     QUOTAS,
@@ -26,38 +27,38 @@ from scripts.preflight.checks import (
     vcpu_demand,
     vcpu_quota,
 )
-from scripts.preflight.runner import AwsUnavailable, CheckResult, failed, run_checks
+from scripts.preflight.runner import AwsUnavailable, failed, run_checks
 from tests.config.helpers import raw_config
 from tests.preflight.conftest import REGION
 
 
-def only(results: Iterable[CheckResult], subject: str) -> CheckResult:
-    [match] = [r for r in results if subject in r.subject]
+def only(results: Iterable[Finding], subject: str) -> Finding:
+    [match] = [r for r in results if subject in r.resource]
     return match
 
 
 def test_prod_passes_on_a_prepared_account(prod_account: dict, session: boto3.Session, prod: ClusterConfig) -> None:
     results = run_checks(session, prod, CHECKS)
-    assert not failed(results), [r for r in results if r.status == "fail"]
-    passed = {r.check for r in results if r.status == "pass"}
+    assert not failed(results), [r for r in results if r.severity == "error"]
+    passed = {r.rule for r in results if r.severity == "info"}
     assert passed == {"instance-offerings", "efa", "vcpu-quota", "s3-buckets"}
-    assert only(results, "Running On-Demand P instances").detail.startswith("quota 3456 vCPUs; maxNodes needs 3456")
+    assert only(results, "Running On-Demand P instances").message.startswith("quota 3456 vCPUs; maxNodes needs 3456")
     # moto has no DescribeClusterVersions: that check says so instead of crashing
-    [version] = [r for r in results if r.check == "kubernetes-version"]
-    assert version.status == "warn" and "DescribeClusterVersions" in version.detail
+    [version] = [r for r in results if r.rule == "kubernetes-version"]
+    assert version.severity == "warning" and "DescribeClusterVersions" in version.message
 
 
 def test_zero_p_quota_fails_naming_the_increase(prod_account: dict, session: boto3.Session,
                                                 prod: ClusterConfig) -> None:
     prod_account["L-417A185B"] = 0
     result = only(check_quotas(session, prod), "L-417A185B")
-    assert result.status == "fail"
+    assert result.severity == "error"
     # The Kubernetes pool's p5 nodes draw on the same quota as the partitions'.
-    assert result.detail == ("quota 0 vCPUs; maxNodes needs 3456 "
+    assert result.message == ("quota 0 vCPUs; maxNodes needs 3456 "
                              "(partition gpu-h100 1536, partition gpu-a100 1536, pool ml-h100 384)")
     assert "request-service-quota-increase --service-code ec2 --quota-code L-417A185B --desired-value 3456" \
            " --region us-west-2" in result.fix
-    assert only(check_quotas(session, prod), "L-2C3B7624").status == "pass"
+    assert only(check_quotas(session, prod), "L-2C3B7624").severity == "info"
 
 
 def test_spot_partitions_count_against_the_spot_quota() -> None:
@@ -83,8 +84,8 @@ def test_fsx_bucket_missing_or_elsewhere_fails(quotas: dict, session: boto3.Sess
     if bucket_region:
         boto3.client("s3", region_name=bucket_region).create_bucket(
             Bucket="ml-data", CreateBucketConfiguration={"LocationConstraint": bucket_region})
-    [result] = [r for r in run_checks(session, prod, CHECKS) if r.check == "s3-buckets"]
-    assert (result.subject, result.status, result.detail) == ("s3://ml-data", "fail", detail)
+    [result] = [r for r in run_checks(session, prod, CHECKS) if r.rule == "s3-buckets"]
+    assert (result.resource, result.severity, result.message) == ("s3://ml-data", "error", detail)
     assert "us-west-2" in result.fix
 
 
@@ -93,10 +94,10 @@ def test_trn1_not_offered_in_the_efa_zone_fails_naming_zones(aws: None, session:
     """moto's own offerings: trn1.32xlarge in us-west-2b and 2d only, trn1n in 2d only, p4de not in 2d."""
     results = list(check_offerings(session, prod))
     trn1 = only(results, "trainium: trn1.32xlarge")
-    assert trn1.status == "fail"
-    assert trn1.detail == "not offered in us-west-2a (network.efaAvailabilityZone); offered in us-west-2b, us-west-2d"
+    assert trn1.severity == "error"
+    assert trn1.message == "not offered in us-west-2a (network.efaAvailabilityZone); offered in us-west-2b, us-west-2d"
     assert trn1.fix == "no zone offers every EFA partition's types: drop trn1.32xlarge from the partition"
-    assert only(results, "gpu-h100: p5.48xlarge").status == "pass"
+    assert only(results, "gpu-h100: p5.48xlarge").severity == "info"
 
     raw = raw_config("prod")  # without trn1n and p4de, us-west-2b and 2d offer every EFA type
     raw["partitions"]["trainium"]["instanceTypes"] = ["trn1.32xlarge"]
@@ -114,7 +115,7 @@ def test_existing_vpc_zones_come_from_its_subnets(aws: None, session: boto3.Sess
     raw = raw_config("dev")
     raw["network"] = {"vpcId": vpc, "privateSubnetIds": subnets, "deployer": {"via": "vpc", "cidrs": ["10.9.0.0/24"]}}
     g5 = only(check_offerings(session, parse_cluster_config(raw)[0]), "gpu: g5.12xlarge")
-    assert (g5.status, g5.detail) == ("warn", "not offered in us-west-2d; launches only in us-west-2c")
+    assert (g5.severity, g5.message) == ("warning", "not offered in us-west-2d; launches only in us-west-2c")
 
 
 def test_efa_passes_for_p5_and_fails_without_efa(aws: None, session: boto3.Session) -> None:
@@ -122,12 +123,12 @@ def test_efa_passes_for_p5_and_fails_without_efa(aws: None, session: boto3.Sessi
     raw["partitions"]["gpu-a100"]["instanceTypes"] = ["g5.xlarge"]  # structure only: validation would refuse
     results = list(check_efa(session, ClusterConfig.model_validate(raw)))
     p5 = only(results, "partition gpu-h100: p5.48xlarge")
-    assert (p5.status, p5.detail) == ("pass", "32 EFA interfaces, as the catalog expects")
-    assert only(results, "pool ml-h100: p5.48xlarge").status == "pass"  # the Kubernetes pool's EFA is checked too
+    assert (p5.severity, p5.message) == ("info", "32 EFA interfaces, as the catalog expects")
+    assert only(results, "pool ml-h100: p5.48xlarge").severity == "info"  # the Kubernetes pool's EFA is checked too
     g5 = only(results, "g5.xlarge")
-    assert (g5.status, g5.detail) == ("fail", "g5.xlarge does not support EFA")
+    assert (g5.severity, g5.message) == ("error", "g5.xlarge does not support EFA")
     assert "efa: false" in g5.fix
-    assert only(results, "trn1n.32xlarge").status == "pass"
+    assert only(results, "trn1n.32xlarge").severity == "info"
 
 
 def _reservation(**changes: object) -> dict:
@@ -136,26 +137,26 @@ def _reservation(**changes: object) -> dict:
             "AvailableInstanceCount": 6, **changes}
 
 
-@pytest.mark.parametrize(("found", "status", "fix"), [
-    ([_reservation()], "pass", ""),
-    ([_reservation(AvailabilityZone="us-west-2b")], "fail", "the partition launches only in us-west-2a"),
-    ([_reservation(InstanceType="p4d.24xlarge")], "fail", "list a reservation for p5.48xlarge"),
-    ([_reservation(State="scheduled")], "warn", "nodes launch into it once it is active"),
-    ([_reservation(State="expired")], "fail", "list an active reservation"),
-    ([], "fail", "check the ID"),
+@pytest.mark.parametrize(("found", "severity", "fix"), [
+    ([_reservation()], "info", ""),
+    ([_reservation(AvailabilityZone="us-west-2b")], "error", "the partition launches only in us-west-2a"),
+    ([_reservation(InstanceType="p4d.24xlarge")], "error", "list a reservation for p5.48xlarge"),
+    ([_reservation(State="scheduled")], "warning", "nodes launch into it once it is active"),
+    ([_reservation(State="expired")], "error", "list an active reservation"),
+    ([], "error", "check the ID"),
 ])
-def test_capacity_reservation(prod: ClusterConfig, found: list, status: str, fix: str) -> None:
+def test_capacity_reservation(prod: ClusterConfig, found: list, severity: str, fix: str) -> None:
     ec2 = boto3.client("ec2", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y")
     with Stubber(ec2) as stub:
         stub.add_response("describe_capacity_reservations", {"CapacityReservations": found},
                           {"CapacityReservationIds": ["cr-0123456789abcdef0"]})
         result = reservation_result(ec2, "cr-0123456789abcdef0", "partition gpu-h100", prod.partitions["gpu-h100"],
                                     ["us-west-2a"], REGION)
-    assert (result.status, result.subject) == (status, "partition gpu-h100: cr-0123456789abcdef0")
+    assert (result.severity, result.resource) == (severity, "partition gpu-h100: cr-0123456789abcdef0")
     assert result.fix.startswith(fix)
     if found:
         cr = found[0]
-        assert result.detail == f"{cr['InstanceType']} in {cr['AvailabilityZone']}: 6 of 8 available, {cr['State']}"
+        assert result.message == f"{cr['InstanceType']} in {cr['AvailabilityZone']}: 6 of 8 available, {cr['State']}"
 
 
 def test_missing_capacity_reservation_error_fails(prod: ClusterConfig) -> None:
@@ -164,15 +165,15 @@ def test_missing_capacity_reservation_error_fails(prod: ClusterConfig) -> None:
         stub.add_client_error("describe_capacity_reservations", "InvalidCapacityReservationId.NotFound")
         result = reservation_result(ec2, "cr-0123456789abcdef0", "partition gpu-h100", prod.partitions["gpu-h100"],
                                     ["us-west-2a"], REGION)
-    assert (result.status, result.detail) == ("fail", "no such capacity reservation in us-west-2")
+    assert (result.severity, result.message) == ("error", "no such capacity reservation in us-west-2")
 
 
-@pytest.mark.parametrize(("version", "status", "text"), [
-    ("1.33", "pass", "standard support until 2026-07-29"),
-    ("1.30", "warn", "extended support, at an extra hourly charge until 2026-07-23"),
-    ("1.29", "fail", "EKS in us-west-2 does not offer 1.29"),
+@pytest.mark.parametrize(("version", "severity", "text"), [
+    ("1.33", "info", "standard support until 2026-07-29"),
+    ("1.30", "warning", "extended support, at an extra hourly charge until 2026-07-23"),
+    ("1.29", "error", "EKS in us-west-2 does not offer 1.29"),
 ])
-def test_kubernetes_version(monkeypatch: pytest.MonkeyPatch, version: str, status: str, text: str) -> None:
+def test_kubernetes_version(monkeypatch: pytest.MonkeyPatch, version: str, severity: str, text: str) -> None:
     session = boto3.Session(region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y")
     eks = session.client("eks")
     monkeypatch.setattr(session, "client", lambda name: eks)
@@ -188,24 +189,24 @@ def test_kubernetes_version(monkeypatch: pytest.MonkeyPatch, version: str, statu
     with Stubber(eks) as stub:
         stub.add_response("describe_cluster_versions", {"clusterVersions": versions}, {})
         [result] = check_kubernetes_version(session, config)
-    assert (result.status, result.detail) == (status, text)
-    if status != "pass":
+    assert (result.severity, result.message) == (severity, text)
+    if severity != "info":
         assert result.fix.endswith("1.32, 1.33")
 
 
 def test_an_api_error_becomes_a_warning_and_keeps_earlier_answers(session: boto3.Session,
                                                                   prod: ClusterConfig) -> None:
-    def refused(session: boto3.Session, config: ClusterConfig) -> Iterable[CheckResult]:
-        yield CheckResult("quota", "first", "pass", "answered")
+    def refused(session: boto3.Session, config: ClusterConfig) -> Iterable[Finding]:
+        yield Finding(rule="quota", resource="first", severity="info", message="answered")
         raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "GetServiceQuota")
 
     results = run_checks(session, prod, {"quota": refused})
-    assert [r.status for r in results] == ["pass", "warn"]
+    assert [r.severity for r in results] == ["info", "warning"]
     assert "allow GetServiceQuota" in results[1].fix
 
 
 def test_an_unreachable_endpoint_stops_the_run(session: boto3.Session, prod: ClusterConfig) -> None:
-    def unreachable(session: boto3.Session, config: ClusterConfig) -> Iterable[CheckResult]:
+    def unreachable(session: boto3.Session, config: ClusterConfig) -> Iterable[Finding]:
         raise EndpointConnectionError(endpoint_url="https://ec2.us-west-2.amazonaws.com")
 
     with pytest.raises(AwsUnavailable, match=r"ec2\.us-west-2\.amazonaws\.com"):
@@ -230,19 +231,20 @@ def _block_partition(prod: ClusterConfig) -> ClusterConfig:
     return parse_cluster_config(raw)[0]
 
 
-@pytest.mark.parametrize(("found", "status", "words"), [
-    (_block(), "pass", "block 2026-12-01 12:00 UTC to 2026-12-15 12:00 UTC"),
-    (_block(ReservationType="default"), "fail", "not a Capacity Block"),
-    (_reservation(), "fail", "not a Capacity Block"),  # no ReservationType: an older ODCR
-    (_block(InstanceType="p5e.48xlarge"), "fail", "p5e.48xlarge in us-west-2a"),
-    (_block(AvailabilityZone="us-west-2b"), "fail", "us-west-2b"),
-    (_block(EndDate=NOW - dt.timedelta(minutes=1), State="expired"), "fail", "the block has ended"),
-    (_block(State="cancelled"), "fail", "cancelled"),
-    (_block(State="scheduled", StartDate=NOW + dt.timedelta(days=1)), "warn", "scheduled, block 2026-12-03"),
+@pytest.mark.parametrize(("found", "severity", "words"), [
+    (_block(), "info", "block 2026-12-01 12:00 UTC to 2026-12-15 12:00 UTC"),
+    (_block(ReservationType="default"), "error", "not a Capacity Block"),
+    (_reservation(), "error", "not a Capacity Block"),  # no ReservationType: an older ODCR
+    (_block(InstanceType="p5e.48xlarge"), "error", "p5e.48xlarge in us-west-2a"),
+    (_block(AvailabilityZone="us-west-2b"), "error", "us-west-2b"),
+    (_block(EndDate=NOW - dt.timedelta(minutes=1), State="expired"), "error", "the block has ended"),
+    (_block(State="cancelled"), "error", "cancelled"),
+    (_block(State="scheduled", StartDate=NOW + dt.timedelta(days=1)), "warning", "scheduled, block 2026-12-03"),
     # 7 days of maxTime, 6 days and 23h20m left until Karpenter takes the nodes (40 minutes before EndDate)
-    (_block(EndDate=NOW + dt.timedelta(days=7)), "warn", "jobs can start for 167.3 h more, below maxTime 7-00:00:00"),
+    (_block(EndDate=NOW + dt.timedelta(days=7)), "warning",
+     "jobs can start for 167.3 h more, below maxTime 7-00:00:00"),
 ])
-def test_capacity_block(prod: ClusterConfig, found: dict, status: str, words: str) -> None:
+def test_capacity_block(prod: ClusterConfig, found: dict, severity: str, words: str) -> None:
     config = _block_partition(prod)
     ec2 = boto3.client("ec2", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y")
     with Stubber(ec2) as stub:
@@ -250,9 +252,9 @@ def test_capacity_block(prod: ClusterConfig, found: dict, status: str, words: st
                           {"CapacityReservationIds": ["cr-0123456789abcdef0"]})
         result = reservation_result(ec2, "cr-0123456789abcdef0", "partition gpu-h100", config.partitions["gpu-h100"],
                                     ["us-west-2a"], REGION, NOW)
-    assert (result.status, result.check) == (status, "capacity-reservations"), result
-    assert words in result.detail, result
-    assert bool(result.fix) == (status != "pass")
+    assert (result.severity, result.rule) == (severity, "capacity-reservations"), result
+    assert words in result.message, result
+    assert bool(result.fix) == (severity != "info")
 
 
 def test_a_capacity_block_listed_as_an_odcr_is_a_warning(prod: ClusterConfig) -> None:
@@ -265,7 +267,7 @@ def test_a_capacity_block_listed_as_an_odcr_is_a_warning(prod: ClusterConfig) ->
                           {"CapacityReservationIds": ["cr-0123456789abcdef0"]})
         result = reservation_result(ec2, "cr-0123456789abcdef0", "partition gpu-h100", config.partitions["gpu-h100"],
                                     ["us-west-2a"], REGION, NOW)
-    assert result.status == "warn" and "capacityType: capacity-block" in result.fix
+    assert result.severity == "warning" and "capacityType: capacity-block" in result.fix
 
 
 def test_a_stack_with_a_capacity_block_partition_preflights(prod_account: dict, session: boto3.Session,
@@ -281,7 +283,7 @@ def test_a_stack_with_a_capacity_block_partition_preflights(prod_account: dict, 
 
     session.events.register("before-call.ec2.DescribeCapacityReservations", describe)
     results = run_checks(session, config, CHECKS)
-    assert not failed(results), [r for r in results if r.status == "fail"]
+    assert not failed(results), [r for r in results if r.severity == "error"]
     block = only(results, "cr-0123456789abcdef0")
-    assert (block.status, block.check) == ("pass", "capacity-reservations")
-    assert block.detail.endswith(f"to {end:%Y-%m-%d %H:%M} UTC")
+    assert (block.severity, block.rule) == ("info", "capacity-reservations")
+    assert block.message.endswith(f"to {end:%Y-%m-%d %H:%M} UTC")

@@ -1,0 +1,68 @@
+"""The rule registry every domain module registers into: a rule yields what it found (`Found`: path, value,
+message, fix), the registry stamps each with the rule's name and severity into the one finding type
+(components/findings.py). Helpers several domains share."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from components.compute import catalog
+from components.config.cluster import ClusterConfig
+from components.config.k8s_pools import NodeGroup
+from components.findings import Finding, Severity
+
+MAX_PARTITION_NAME = 40  # leaves room for the prefixes of NodePool/NodeSet/Service names (63 chars)
+K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a validator yields: where and what, without the rule's name and severity the registry adds."""
+
+    path: str
+    value: Any
+    message: str
+    fix: str
+
+
+Validator = Callable[[ClusterConfig], Iterator[Found]]
+VALIDATORS: dict[str, tuple[Severity, Validator]] = {}
+
+
+def rule(name: str, severity: Severity = "error") -> Callable[[Validator], Validator]:
+    def register(fn: Validator) -> Validator:
+        VALIDATORS[name] = (severity, fn)
+        return fn
+
+    return register
+
+
+# The order problems are reported in: the config file's own order, roughly (a rule's place within its domain is
+# its place in the module).
+DOMAINS = ("cluster", "network", "storage", "login", "slurm", "partitions", "pools", "addons", "health", "teams")
+
+
+def _domain(fn: Validator) -> int:
+    name = fn.__module__.rpartition(".")[2]
+    return DOMAINS.index(name) if name in DOMAINS else len(DOMAINS)
+
+
+def run_validators(config: ClusterConfig) -> list[Finding]:
+    """Every registered rule's findings (import components.config.rules to register them all)."""
+    ordered = sorted(VALIDATORS.items(), key=lambda item: _domain(item[1][1]))  # stable: keeps module order
+    return [Finding(rule=name, severity=severity, path=f.path, value=f.value, message=f.message, fix=f.fix)
+            for name, (severity, fn) in ordered for f in fn(config)]
+
+
+def known_types(p: NodeGroup) -> list[catalog.InstanceType]:
+    return [catalog.CATALOG[t] for t in p.instance_types if t in catalog.CATALOG]
+
+
+def node_groups(c: ClusterConfig) -> Iterator[tuple[str, NodeGroup]]:
+    """Every partition and Kubernetes pool with its config path: one builder makes their nodes, so the same
+    rules hold for both."""
+    yield from ((f"partitions.{name}", p) for name, p in c.partitions.items())
+    yield from ((f"kubernetesPools.{name}", p) for name, p in c.kubernetes_pools.items())

@@ -1,0 +1,1 @@
+"""The import-linter contract types of our own that pyproject.toml's `[tool.importlinter]` names."""
