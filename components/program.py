@@ -6,12 +6,10 @@ import pulumi
 import pulumi_aws as aws
 
 from components.addons.gitops import ArgoCd
-from components.addons.handover import hand_over_to
 from components.addons.jupyterhub import JupyterHubArgs, JupyterHubRelease
 from components.addons.k8s_operators import K8sOperators, K8sOperatorsArgs
 from components.aws.eks import EksCluster, EksClusterArgs
 from components.aws.vpc import Network, NetworkArgs
-from components.compute.autoscaling import Autoscaling, AutoscalingArgs
 from components.compute.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.compute.karpenter import Karpenter, KarpenterArgs
 from components.compute.nodepools import PartitionNodes, PartitionNodesArgs, PoolNodes
@@ -20,11 +18,13 @@ from components.config.k8s_pools import NodeGroup
 from components.config.problems import ConfigError
 from components.config.validation import parse_cluster_config
 from components.findings_render import render_block
+from components.kubernetes.handover import hand_over_to
+from components.lifecycle.autoscaling import Autoscaling, AutoscalingArgs
 from components.lifecycle.node_repair import NodeRepair, NodeRepairArgs
 from components.names import SLURM_NAMESPACE
 from components.observability.cloudwatch import GrafanaCloudWatch
 from components.observability.stack import Observability, ObservabilityArgs
-from components.segmentation.segmented_namespaces import Namespaces
+from components.segmentation.segmented_namespaces import SegmentedNamespaces
 from components.slinky.cluster import SlurmCluster, SlurmClusterArgs
 from components.slinky.operator import SlinkyOperator
 from components.slinky.state_storage import StateStorage, StateStorageArgs
@@ -65,7 +65,7 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     vpc_cidr = config.network.vpc_cidr or aws.ec2.get_vpc_output(
         id=network.vpc_id, opts=pulumi.InvokeOutputOptions(provider=aws_provider)).cidr_block
     # Every namespace comes with its Pod Security labels and NetworkPolicies before anything runs in it.
-    namespaces = Namespaces(config, vpc_cidr, cluster.provider)
+    namespaces = SegmentedNamespaces(config, vpc_cidr, cluster.provider)
     # Gitops mode: Argo CD and its root Application first; every chart below is then Argo CD's (docs/gitops.md).
     argocd = ArgoCd("gitops", config.gitops, namespaces, opts) if config.gitops else None
     hand_over_to(argocd.root if argocd else None)

@@ -18,7 +18,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import TypeAdapter, ValidationError
 
-from components.compute import catalog
+from components import catalog
 from components.config.base import SlurmTime
 from components.config.cluster import ClusterConfig, Fsx
 from components.slinky.images import training_image

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.config.slinky_releases import pinning_problem
 from components.findings import Finding
-from components.slinky.images import pinning_problem
 from policy.model import NO_SETTINGS, UNKNOWN, Resource, ResourceRule, Settings, Waiver, dig, enabled, items, violation
 from policy.network import INGRESS_TYPES, WORLD, ingress_of
 
@@ -338,7 +338,7 @@ IMAGES_PINNED = ResourceRule(
 EKS_ADDON_PINNED = ResourceRule(
     name="eks-addon-pinned",
     description="Every EKS add-on is installed at a pinned addonVersion.",
-    fix="set addonVersion from components/aws/addon_versions.py ADDON_VERSIONS (the EKS user guide's table per "
+    fix="set addonVersion from components/config/addon_versions.py ADDON_VERSIONS (the EKS user guide's table per "
         "Kubernetes version)",
     types=frozenset({EKS_ADDON}),
     check=eks_addon_pinned,
@@ -477,7 +477,7 @@ NAMESPACE_POD_SECURITY = ListedExceptionsRule(
     description="Every Namespace enforces a Pod Security level; `privileged` only where the pack's owners list "
                 "the namespace with a reason.",
     fix="label the namespace pod-security.kubernetes.io/enforce: restricted or baseline "
-        "(components/segmentation/namespaces.py POD_SECURITY); only the policy pack's owners can allow privileged, "
+        "(components/kubernetes/namespaces.py POD_SECURITY); only the policy pack's owners can allow privileged, "
         "with the namespace and its reason under "
         f"{PRIVILEGED_NAMESPACES} in policy/config/<stack>.json",
     types=frozenset({NAMESPACE}),

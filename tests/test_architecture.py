@@ -123,10 +123,10 @@ def test_an_engine_importing_the_cli_or_typer_is_broken(tmp_path: Path) -> None:
 
 def test_the_manifest_validator_importing_the_project_is_broken(tmp_path: Path) -> None:
     report = broken(tmp_path, "manifests", {
-        "scripts/manifests/crd_schema.py": "from components.compute import catalog\nfrom scripts.checks import x\n",
-        "components/compute/catalog.py": "", "scripts/checks/x.py": "",
+        "scripts/manifests/crd_schema.py": "from components import catalog\nfrom scripts.checks import x\n",
+        "components/catalog.py": "", "scripts/checks/x.py": "",
     })
-    assert "scripts.manifests.crd_schema -> components.compute.catalog" in report
+    assert "scripts.manifests.crd_schema -> components.catalog" in report
     assert "scripts.manifests.crd_schema -> scripts.checks.x" in report
 
 
@@ -161,7 +161,7 @@ def test_the_lifecycle_packages_reaching_outside_themselves_is_broken(tmp_path: 
 def test_pulumi_reached_from_the_stack_config_is_broken(tmp_path: Path) -> None:
     report = broken(tmp_path, "config", {
         "components/config/cluster.py": "import pydantic\nfrom components.compute import catalog, nodepools\n",
-        "components/compute/catalog.py": "", "components/compute/nodepools.py": "import pulumi_aws\n",
+        "components/catalog.py": "", "components/compute/nodepools.py": "import pulumi_aws\n",
     })
     assert "components.config.cluster -> components.compute.nodepools (l.2)" in report
     assert "components.compute.nodepools -> pulumi_aws (l.1)" in report
@@ -221,6 +221,17 @@ def test_a_loop_between_sibling_packages_is_broken(tmp_path: Path) -> None:
     assert "No cycles are allowed in slurm." in report
     assert "- .health -> .topology" in report or "- .topology -> .health" in report
 
+
+def test_components_importing_upward_or_across_a_layer_is_broken(tmp_path: Path) -> None:
+    layers = [tail.strip() for line in CONTRACTS["components-layers"]["layers"] for tail in line.split("|")]
+    files = {f"components/{tail}/__init__.py": "" for tail in layers}
+    files["components/config/rules.py"] = "from components.slinky import images\n"  # config reading Slinky: upward
+    files["components/slinky/images.py"] = ""
+    files["components/compute/nodes.py"] = "import components.storage.fsx\n"  # compute and storage are one layer
+    files["components/storage/fsx.py"] = ""
+    report = broken(tmp_path, "components-layers", files)
+    assert "components.config.rules -> components.slinky.images (l.1)" in report
+    assert "components.compute.nodes -> components.storage.fsx (l.1)" in report
 
 # Engines return values and raise errors; only scripts/cli prints or exits (programs inside them end as programs do).
 

@@ -1,6 +1,6 @@
 """Gitops mode (`gitops:`): Pulumi installs Argo CD (the argo-helm `argo-cd` chart) into its own segmented
 namespace, and the root Application that syncs the exported tree's apps/ folder from Git. The charts
-themselves are then Argo CD's (components/addons/handover.py)."""
+themselves are then Argo CD's (components/kubernetes/handover.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import pulumi_kubernetes as k8s
 from components.addons.gitops_apps import application, git_source
 from components.aws.eks import SYSTEM_NODE_SELECTOR
 from components.config.gitops import GitOps
-from components.segmentation.namespaces import ARGOCD
-from components.segmentation.segmented_namespaces import Namespaces
-from components.slinky.charts import Chart, release
+from components.kubernetes.charts import Chart, release
+from components.kubernetes.namespaces import ARGOCD, Namespaces
 
 # argoproj/argo-helm charts/argo-cd/Chart.yaml: version 10.1.1 ships appVersion v3.4.4, the newest chart in the
 # snapshot read offline (argo-helm af0a9310, 2026-07-02). The chart release shipping v3.5.1 (the CRDs in

@@ -11,7 +11,7 @@ from typing import Any
 
 API_VERSION = "argoproj.io/v1alpha1"
 KIND = "Application"
-ARGOCD_NAMESPACE = "argocd"  # components/segmentation/namespaces.py ARGOCD; Applications live in Argo CD's namespace
+ARGOCD_NAMESPACE = "argocd"  # components/kubernetes/namespaces.py ARGOCD; Applications live in Argo CD's namespace
 PROJECT = "default"  # the AppProject Argo CD creates at install
 IN_CLUSTER = "https://kubernetes.default.svc"  # the cluster Argo CD runs in (argo-cd docs: declarative-setup.md)
 # argo-cd v3.5.1 docs/user-guide/sync-waves.md: lower waves sync (and must be healthy) before higher ones.

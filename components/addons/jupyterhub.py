@@ -18,18 +18,17 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import slurm.rest_client as rest_client
+from components import catalog
 from components.aws.eks import SYSTEM_NODE_SELECTOR
-from components.compute import catalog
 from components.compute.nodepools import pool_scheduling
 from components.compute.scheduling import DEVICE_RESOURCES, partition_instance
 from components.config.cluster import ClusterConfig
 from components.config.efs import model_volume
 from components.config.jupyterhub import JupyterHub
+from components.kubernetes.charts import Chart, release
+from components.kubernetes.namespaces import JUPYTERHUB, RESTRICTED_CONTAINER, RESTRICTED_POD, Namespaces
 from components.names import SHARED_MOUNT, SHARED_PVC, SHARED_VOLUME_NAME, SLURM_NAMESPACE
-from components.segmentation.namespaces import JUPYTERHUB, RESTRICTED_CONTAINER, RESTRICTED_POD
-from components.segmentation.network_policies import SLURMRESTD
-from components.segmentation.segmented_namespaces import Namespaces
-from components.slinky.charts import Chart, release
+from components.slinky.ports import SLURMRESTD
 from components.slinky.specs import CONTROLLER, NLB_INTERNAL, NLB_TYPE
 from components.storage.efs import ModelStorage
 from components.storage.fsx import SharedStorage

@@ -5,8 +5,8 @@ Resource-free, so components/segmentation/network_policies.py can import it with
 from __future__ import annotations
 
 from components import upstream
-from components.segmentation import namespaces
-from components.slinky.charts import Chart
+from components.kubernetes import namespaces
+from components.kubernetes.charts import Chart
 
 # ray-project/kuberay v1.7.0 helm-chart/kuberay-operator/Chart.yaml version 1.7.0; the repository its
 # README adds (`helm repo add kuberay https://ray-project.github.io/kuberay-helm/`).

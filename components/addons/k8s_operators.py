@@ -20,10 +20,9 @@ from components.addons.k8s_operator_charts import KUBERAY, MPI_OPERATOR_MANIFEST
 from components.aws.eks import SYSTEM_NODE_SELECTOR
 from components.config.cluster import ClusterConfig
 from components.findings import Finding
+from components.kubernetes.charts import release
+from components.kubernetes.namespaces import MPI_OPERATOR, RESTRICTED_CONTAINER, RESTRICTED_POD, Namespaces
 from components.names import ML_NAMESPACE
-from components.segmentation.namespaces import MPI_OPERATOR, RESTRICTED_CONTAINER, RESTRICTED_POD
-from components.segmentation.segmented_namespaces import Namespaces
-from components.slinky.charts import release
 from components.storage.efs import ModelStorage
 from components.storage.fsx import SharedStorage
 

@@ -1,7 +1,7 @@
 """The EKS add-ons the cluster installs, each at a pinned version, and the VPC CNI's own IAM role.
 
 A version left to EKS moves with every `pulumi up` that recreates an add-on (pulumi-eks looks kube-proxy's up
-with `mostRecent: true`), so each one is pinned, in the one table of components/aws/addon_versions.py.
+with `mostRecent: true`), so each one is pinned, in the one table of components/config/addon_versions.py.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from components.aws.addon_versions import addon_version
 from components.aws.iam import CNI_POLICY, managed_policy_arn
+from components.config.addon_versions import addon_version
 
 # The VPC CNI's DaemonSet runs as kube-system/aws-node (amazon-vpc-cni-k8s charts/aws-vpc-cni values.yaml,
 # serviceAccount.name); its IRSA role is what docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html sets up.

@@ -15,8 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.addons.handover import helm_release
-from components.compute.catalog import AcceleratorKind, lookup
+from components.catalog import AcceleratorKind, lookup
 from components.compute.nodepools import POOL_LABEL, pool_taints
 from components.compute.scheduling import (
     NEURON_PRESENT_LABEL,
@@ -29,6 +28,7 @@ from components.compute.scheduling import (
 )
 from components.config import cluster as cfg
 from components.config.k8s_pools import KubernetesPool
+from components.kubernetes.handover import helm_release
 
 Pools = Mapping[str, KubernetesPool]
 NO_POOLS: Pools = {}
@@ -128,7 +128,7 @@ class DevicePlugins(pulumi.ComponentResource):
         super().__init__("slurm-eks:index:DevicePlugins", name, None, opts)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
         self.releases = {
-            chart.release: helm_release(  # Argo CD's in gitops mode (components/addons/handover.py)
+            chart.release: helm_release(  # Argo CD's in gitops mode (components/kubernetes/handover.py)
                 f"{name}-{chart.release}", name=chart.release, chart=chart.chart, version=chart.version,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo) if chart.repo else None,
                 namespace=NAMESPACE, values=values, opts=k8s_opts)

@@ -14,10 +14,10 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.addons.handover import helm_release
 from components.aws.eks import SYSTEM_NODE_SELECTOR, EksCluster
 from components.aws.iam import Scope, aws_scope, node_role
 from components.aws.vpc import DISCOVERY_TAG
+from components.kubernetes.handover import helm_release
 
 CHART = "oci://public.ecr.aws/karpenter/karpenter"
 CRD_CHART = "oci://public.ecr.aws/karpenter/karpenter-crd"
@@ -62,10 +62,10 @@ class Karpenter(pulumi.ComponentResource):
         controller = self._controller_role(name, args, queue, child)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.cluster.provider)
         # CRDs from their own chart: Helm never upgrades a chart's crds/ directory, this chart it does.
-        self.crds = helm_release(  # Argo CD's in gitops mode (components/addons/handover.py)
+        self.crds = helm_release(  # Argo CD's in gitops mode (components/kubernetes/handover.py)
             f"{name}-crd", name="karpenter-crd", chart=CRD_CHART, version=VERSION, namespace=NAMESPACE,
             opts=k8s_opts)
-        self.release = helm_release(  # Argo CD's in gitops mode (components/addons/handover.py)
+        self.release = helm_release(  # Argo CD's in gitops mode (components/kubernetes/handover.py)
             name, name="karpenter", chart=CHART, version=VERSION, namespace=NAMESPACE, skip_crds=True,
             values={
                 "settings": {"clusterName": cluster_name, "interruptionQueue": queue.name},

@@ -20,8 +20,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components import catalog
 from components.aws.vpc import DISCOVERY_TAG
-from components.compute import catalog
 from components.compute.scheduling import (
     DEVICE_RESOURCES,
     PARTITION_LABEL,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.compute import catalog
-from components.compute.catalog import AcceleratorKind, InstanceType
+from components import catalog
+from components.catalog import AcceleratorKind, InstanceType
 from components.config.k8s_pools import NodeGroup
 
 PARTITION_LABEL = "node.slurm-eks.io/partition"

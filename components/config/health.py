@@ -9,6 +9,9 @@ from pydantic import Field
 from components.config.base import Duration, Model
 from components.config.teams import SlurmName
 
+# The Slurm account the active checks run under (slurmctld enforces associations): the stack makes it
+# (components/slinky/accounts_document.py), and an account of that name declared in slurm.accounts is refused.
+HEALTH_ACCOUNT = "slurm-eks-health"
 
 class ActiveCheck(Model):
     """One partition's active check: a one-node collective (nccl-tests all_reduce_perf, or the Neuron

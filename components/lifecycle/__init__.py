@@ -1,9 +1,8 @@
-"""The node lifecycle controller: what each node's checks expect (health_settings.py, pure: the config's rules
-read it), what the controller does beyond repair (lifecycle_settings.py), and its Deployment (node_repair.py),
-which ships slurm.health, slurm.topology, slurm.capacity and slurm.aws as source files (the only slurm packages it
-imports, by the `components` contract in pyproject.toml).
+"""What keeps the nodes following the work: KEDA scaling each partition's NodeSet from its queue
+(autoscaling.py), and the node lifecycle controller's Deployment (node_repair.py: repair, active checks, topology,
+Capacity Block reservations), which ships slurm.health, slurm.topology, slurm.capacity and slurm.aws as source
+files (the only slurm packages it imports, by the `components` contract in pyproject.toml).
 
-Imports components.aws, components.config and components.names, components.compute (the scheduling labels) and,
-in node_repair.py, components.slinky (the reconcile's client container, the pod specs): those two are known loops,
-listed in pyproject.toml's `loops` contract.
+Layer: above observability (the metrics KEDA reads) and slinky (the NodeSets, the client container); beside
+addons, which it never imports.
 """

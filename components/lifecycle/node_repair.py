@@ -1,6 +1,6 @@
 """`NodeRepair`: the node lifecycle controller in the `slurm` namespace (slurm/health/, slurm/topology/,
 slurm/capacity/, slurm/aws/; standard library only): repair, active checks, and with EFA partitions or Capacity
-Blocks the EC2 side (components/lifecycle/lifecycle_settings.py) through an IRSA role of its own.
+Blocks the EC2 side (components/slinky/lifecycle_settings.py) through an IRSA role of its own.
 
 It is a Slurm client the way the accounts reconcile is (components/slinky/accounts.py: the login image, sackd
 fetching the configuration and signing with the Controller's slurm.key), so it reads nodes with the same
@@ -36,16 +36,16 @@ import slurm.topology
 from components.aws.eks import SYSTEM_NODE_SELECTOR, EksCluster
 from components.compute.scheduling import partition_instance
 from components.config.cluster import ClusterConfig
-from components.lifecycle.health_settings import ACTIVE_CHECK_USER, active_checks, active_interval_seconds
-from components.lifecycle.lifecycle_settings import (
+from components.names import SHARED_MOUNT, SLURM_NAMESPACE
+from components.slinky import specs
+from components.slinky.accounts import KEY_VOLUME, SACKD_START, client_container
+from components.slinky.health_settings import ACTIVE_CHECK_USER, active_checks, active_interval_seconds
+from components.slinky.lifecycle_settings import (
     TOPOLOGY_CONFIG_MAP,
     ec2_actions,
     lifecycle_settings,
     places_topology,
 )
-from components.names import SHARED_MOUNT, SLURM_NAMESPACE
-from components.slinky import specs
-from components.slinky.accounts import KEY_VOLUME, SACKD_START, client_container
 
 NAME = "slurm-eks-repair"
 POD_LABELS = {"app.kubernetes.io/name": NAME}
@@ -61,7 +61,7 @@ METRICS_PORT = 9810
 SLURM_USER = ACTIVE_CHECK_USER
 PASS_SECONDS = 60
 # How often the pending jobs' nodes are counted for KEDA (slurm/health/demand.py): twice per KEDA poll
-# (components/compute/autoscaling.py POLLING_SECONDS, which imports from here through the NetworkPolicies).
+# (components/lifecycle/autoscaling.py POLLING_SECONDS, which imports from here through the NetworkPolicies).
 DEMAND_SECONDS = 15
 # Probes (Slurm jobs as `slurm` on the checked node) write their output here; the controller reads it. Made by
 # root at start (FSx has no root squash unless configured), owned by `slurm`.
@@ -152,7 +152,7 @@ def cluster_rules(config: ClusterConfig) -> list[dict[str, Any]]:
 
 
 def ec2_read_policy(actions: list[str]) -> dict[str, Any]:
-    """Resource "*": none of the actions has a resource type (components/lifecycle/lifecycle_settings.py)."""
+    """Resource "*": none of the actions has a resource type (components/slinky/lifecycle_settings.py)."""
     return {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": actions, "Resource": "*"}]}
 
 

@@ -14,10 +14,10 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.eks import EksCluster
-from components.segmentation import namespaces
+from components.kubernetes import namespaces
 
 # grafana-community/helm-charts grafana-12.10.4 charts/grafana/templates/_helpers.tpl: grafana.serviceAccountName
-# is grafana.fullname, `<release>-grafana` for release `prometheus` (components/compute/autoscaling.py
+# is grafana.fullname, `<release>-grafana` for release `prometheus` (components/lifecycle/autoscaling.py
 # PROMETHEUS_RELEASE). Set explicitly in the values, so the role's trust and the account cannot drift apart.
 GRAFANA_SERVICE_ACCOUNT = "prometheus-grafana"
 CLOUDWATCH_UID = "cloudwatch"  # the dashboards' datasource uid (tests/observability/checks.py)

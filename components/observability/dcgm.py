@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from components.config.cluster import ClusterConfig
-from components.lifecycle.health_settings import DCGM_JOB_MAP_DIR  # the prolog writes it (node-check.sh)
+from components.kubernetes import namespaces
+from components.kubernetes.charts import Chart
 from components.observability.metric_catalog import DCGM_COUNTERS
 from components.observability.nodes import accelerator_affinity, accelerator_tolerations
-from components.segmentation import namespaces
-from components.slinky.charts import Chart
+from components.slinky.health_settings import DCGM_JOB_MAP_DIR  # the prolog writes it (node-check.sh)
 
 # NVIDIA/dcgm-exporter 4.5.3-4.8.2 deployment/Chart.yaml version 4.8.2 (image 4.5.3-4.8.2-distroless in
 # deployment/values.yaml); README.md: `helm repo add gpu-helm-charts https://nvidia.github.io/dcgm-exporter/helm-charts`.

@@ -191,7 +191,7 @@ INFINIBAND = Exporter(
 # import-linter contract); tests/observability/test_catalog.py fails when the two differ, so a name here is the
 # exporter's.
 # The nodes each partition's pending jobs want, counting only jobs that could start (slurm/health/demand.py):
-# what KEDA scales on (components/compute/autoscaling.py nodes_needed_query).
+# what KEDA scales on (components/lifecycle/autoscaling.py nodes_needed_query).
 PARTITION_NODES_WANTED = "slurm_eks_partition_nodes_wanted"
 SLURM_EKS = Exporter(
     "slurm-eks repair controller and active checks", "slurm/health/metric_names.py ALL",

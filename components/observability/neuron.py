@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from components.config.cluster import ClusterConfig
+from components.kubernetes import namespaces
 from components.observability.nodes import accelerator_affinity, accelerator_tolerations
-from components.segmentation import namespaces
 
 NAME = "neuron-monitor"
 IMAGE = "public.ecr.aws/neuron/neuron-monitor:1.3.0"  # the upstream manifest's image

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.compute.catalog import AcceleratorKind, lookup
+from components.catalog import AcceleratorKind, lookup
 from components.compute.scheduling import (
     NEURON_PRESENT_LABEL,
     NVIDIA_PRESENT_LABEL,

@@ -1,7 +1,7 @@
 """Grafana, alert rules and the accelerator exporters for the Slurm nodes.
 
 `kube_prometheus_values(config, grafana_role_arn)` goes into the kube-prometheus-stack release
-(components/compute/autoscaling.py): Grafana on the system nodes with a gp3 volume, its admin login from
+(components/lifecycle/autoscaling.py): Grafana on the system nodes with a gp3 volume, its admin login from
 GRAFANA_ADMIN_SECRET, the dashboards of components/observability/dashboards from ConfigMaps, a CloudWatch data source
 read
 through the IRSA role of components/observability/cloudwatch.py, and the rules of components/observability/rules.py.
@@ -26,15 +26,15 @@ import pulumi_random as random
 
 from components.aws.eks import SYSTEM_NODE_SELECTOR
 from components.config.cluster import ClusterConfig
+from components.kubernetes import namespaces
+from components.kubernetes.charts import release
+from components.kubernetes.namespaces import Namespaces
 from components.observability.cloudwatch import grafana_values
 from components.observability.dcgm import DCGM_EXPORTER, DCGM_JOB_MAP_DIR, DCGM_RELEASE, dcgm_values
 from components.observability.neuron import NAME as NEURON_MONITOR
 from components.observability.neuron import daemonset, service, service_monitor
 from components.observability.nodes import has_accelerator
 from components.observability.rules import rule_groups
-from components.segmentation import namespaces
-from components.segmentation.segmented_namespaces import Namespaces
-from components.slinky.charts import release
 from components.slinky.state_storage import STATE_STORAGE_CLASS
 
 __all__ = ["DASHBOARDS_DIR", "DCGM_JOB_MAP_DIR", "FSX_VARIABLE", "GRAFANA_ADMIN_SECRET", "Observability",

@@ -1,7 +1,8 @@
-"""Namespaces and what separates them: each namespace with its Pod Security labels, ready before anything runs
-in it (namespaces.py, segmented_namespaces.py), and the NetworkPolicies that deny by default and allow each flow
-(network_policies.py, label_selectors.py).
+"""What separates the namespaces: the NetworkPolicies that deny by default and allow each flow
+(network_policies.py, naming every component's pods and ports), and `SegmentedNamespaces`, the implementation of
+components.kubernetes.namespaces.Namespaces that creates each namespace with its policies before anything runs
+in it.
 
-Imports components.config, components.lifecycle and components.names; network_policies.py names ports and pods of
-components.slinky and components.addons: known loops, listed in pyproject.toml's `loops` contract.
+Layer: the top but for program.py: it imports every package whose flows it allows, and only the program
+imports it.
 """

@@ -20,21 +20,22 @@ import pulumi
 
 from components.addons.k8s_operator_charts import KUBERAY, MPI_OPERATOR_POD, VOLCANO, VOLCANO_ADMISSION_PORT
 from components.config.cluster import ClusterConfig
-from components.lifecycle.lifecycle_settings import ec2_actions
-from components.lifecycle.node_repair import METRICS_PORT as REPAIR_METRICS
-from components.lifecycle.node_repair import POD_LABELS as REPAIR_POD
-from components.names import ML_NAMESPACE, SLURM_NAMESPACE
-from components.segmentation.namespaces import ARGOCD, JUPYTERHUB
-from components.segmentation.namespaces import MPI_OPERATOR as MPI_OPERATOR_NAMESPACE
-from components.segmentation.namespaces import NAME_LABEL as NAMESPACE_LABEL
-from components.slinky.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
-from components.slinky.charts import (
+from components.kubernetes.charts import (
     CERT_MANAGER,
     KEDA,
     KUBE_PROMETHEUS_STACK,
     MARIADB_OPERATOR,
     SLURM_OPERATOR,
 )
+from components.kubernetes.namespaces import ARGOCD, JUPYTERHUB
+from components.kubernetes.namespaces import MPI_OPERATOR as MPI_OPERATOR_NAMESPACE
+from components.kubernetes.namespaces import NAME_LABEL as NAMESPACE_LABEL
+from components.lifecycle.node_repair import METRICS_PORT as REPAIR_METRICS
+from components.lifecycle.node_repair import POD_LABELS as REPAIR_POD
+from components.names import ML_NAMESPACE, SLURM_NAMESPACE
+from components.slinky.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
+from components.slinky.lifecycle_settings import ec2_actions
+from components.slinky.ports import MARIADB, SLURMCTLD, SLURMD, SLURMDBD, SLURMRESTD, SSH
 from components.slinky.slurm_conf import SRUN_PORT_RANGE
 
 Peer = dict[str, Any]
@@ -58,12 +59,8 @@ SERVICE_CIDRS = ("10.100.0.0/16", "172.20.0.0/16")
 LINK_LOCAL = "169.254.0.0/16"
 ANY_PORT_ABOVE_1023 = {"protocol": "TCP", "port": 1024, "endPort": 65535}
 
-# Slurm's ports: slurm.conf defaults SlurmctldPort 6817, SlurmdPort 6818, slurmdbd.conf DbdPort 6819; slurmrestd
-# listens on 6820 (SlinkyProject/slurm-operator v1.2.1 internal/builder/common/const.go, restapibuilder/
-# restapi_app.go). srun listens on SrunPortRange, which our slurm.conf sets (components/slinky/slurm_conf.py
-# SRUN_PORT_RANGE): slurmctld's callbacks and the step's I/O and messages from slurmstepd reach it there, on a
-# login pod or, for an srun inside a batch script, on a slurmd pod.
-SLURMCTLD, SLURMD, SLURMDBD, SLURMRESTD, SSH, MARIADB = 6817, 6818, 6819, 6820, 22, 3306
+# srun listens on SrunPortRange (components/slinky/ports.py): slurmctld's callbacks and the step's I/O and
+# messages from slurmstepd reach it there, on a login pod or, for an srun inside a batch script, on a slurmd pod.
 SRUN_PORTS = {"protocol": "TCP", "port": SRUN_PORT_RANGE[0], "endPort": SRUN_PORT_RANGE[1]}
 # The pods' `app.kubernetes.io/name` (slurm-operator v1.2.1 internal/builder/labels/labels.go: slurmctld,
 # slurmd, slurmdbd, slurmrestd, login; each pod template carries its component's labels).
@@ -82,7 +79,7 @@ SLURM_OPERATOR_POD = {NAME_LABEL: "slurm-operator"}
 # kedacore/charts v2.20.2 keda/templates/manager/deployment.yaml: operator.name keda-operator.
 KEDA_OPERATOR_POD = {NAME_LABEL: "keda-operator"}
 # prometheus-operator v0.93.0 pkg/prometheus/server/operator.go makeSelectorLabels: app.kubernetes.io/name
-# prometheus on the pods of every Prometheus it runs; 9090 is its web port (components/compute/autoscaling.py).
+# prometheus on the pods of every Prometheus it runs; 9090 is its web port (components/lifecycle/autoscaling.py).
 PROMETHEUS_POD = {NAME_LABEL: "prometheus"}
 PROMETHEUS_PORT = 9090
 # grafana-community/helm-charts grafana-12.10.4 charts/grafana/templates/_helpers.tpl selectorLabels, under

@@ -1,5 +1,5 @@
 """Each namespace the program installs into, ready before anything runs in it: the Namespace with its Pod
-Security labels (components/segmentation/namespaces.py), then its NetworkPolicies
+Security labels (components/kubernetes/namespaces.py), then its NetworkPolicies
 (components/segmentation/network_policies.py: default
 deny and the flows the cluster needs). Whatever runs there depends on both, so no pod ever runs unsegmented or
 under the wrong Pod Security level, even during the first `pulumi up`."""
@@ -12,12 +12,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config.cluster import ClusterConfig
-from components.segmentation.namespaces import namespace
+from components.kubernetes.namespaces import namespace
 from components.segmentation.network_policies import policy_documents
 
 
 @dataclass(frozen=True)
-class Namespaces:
+class SegmentedNamespaces:
     config: ClusterConfig
     vpc_cidr: pulumi.Input[str]
     provider: k8s.Provider

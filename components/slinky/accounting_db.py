@@ -17,10 +17,9 @@ import pulumi_random as random
 
 from components.aws.eks import SYSTEM_NODE_SELECTOR, EksCluster
 from components.config.cluster import Accounting
-from components.segmentation.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD
-from components.segmentation.segmented_namespaces import Namespaces
+from components.kubernetes.charts import MARIADB_OPERATOR, MARIADB_OPERATOR_CRDS, release
+from components.kubernetes.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD, Namespaces
 from components.slinky import accounting_db_user as db_user
-from components.slinky.charts import MARIADB_OPERATOR, MARIADB_OPERATOR_CRDS, release
 from components.slinky.specs import DB_PASSWORD, Database, DatabaseTls, SecretKey
 
 MARIADB_PORT = 3306

@@ -21,7 +21,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.aws.eks import SYSTEM_NODE_SELECTOR, EksCluster
-from components.compute.catalog import Resources
+from components.catalog import Resources
 
 # The AWS CLI v2 image from ECR Public (AWS CLI user guide, "Run the official Amazon ECR Public or Docker images
 # for the AWS CLI": public.ecr.aws/aws-cli/aws-cli, one tag per CLI release); it has sh and curl.

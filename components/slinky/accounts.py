@@ -30,7 +30,7 @@ import pulumi_kubernetes as k8s
 
 import slurm.accounts
 from components.aws.eks import SYSTEM_NODE_SELECTOR
-from components.compute.catalog import Resources
+from components.catalog import Resources
 from components.config.cluster import ClusterConfig
 from components.names import SLURM_NAMESPACE
 from components.slinky import specs

@@ -13,8 +13,9 @@ import json
 from typing import Any
 
 from components.config.cluster import ClusterConfig
+from components.config.health import HEALTH_ACCOUNT
 from components.config.teams import Account, Qos
-from components.lifecycle.health_settings import ACTIVE_CHECK_USER, HEALTH_ACCOUNT, active_checks
+from components.slinky.health_settings import ACTIVE_CHECK_USER, active_checks
 
 FORMAT = 1
 

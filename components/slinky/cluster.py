@@ -22,18 +22,18 @@ from components.aws.eks import EksCluster
 from components.compute.scheduling import partition_instance
 from components.config.cluster import ClusterConfig
 from components.config.teams import Identity
-from components.lifecycle.lifecycle_settings import (
+from components.kubernetes.namespaces import Namespaces
+from components.names import SLURM_NAMESPACE
+from components.slinky import identity, node_health, slurm_conf, specs
+from components.slinky.accounting_db import AccountingDatabase, AccountingDatabaseArgs
+from components.slinky.accounts import accounts_reconcile
+from components.slinky.host_access import host_access_policy
+from components.slinky.lifecycle_settings import (
     INITIAL_TOPOLOGY,
     TOPOLOGY_CONFIG_MAP,
     TOPOLOGY_FILE,
     places_topology,
 )
-from components.names import SLURM_NAMESPACE
-from components.segmentation.segmented_namespaces import Namespaces
-from components.slinky import identity, node_health, slurm_conf, specs
-from components.slinky.accounting_db import AccountingDatabase, AccountingDatabaseArgs
-from components.slinky.accounts import accounts_reconcile
-from components.slinky.host_access import host_access_policy
 from components.slinky.state_storage import StateStorage
 
 PARTITIONS_CONFIG_MAP = "slurm-eks-partitions"

@@ -35,9 +35,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.lifecycle.health_settings import DCGM_JOB_MAP_DIR
+from components.kubernetes.namespaces import NAME_LABEL, SLINKY
 from components.names import SLURM_NAMESPACE
-from components.segmentation.namespaces import NAME_LABEL, SLINKY
+from components.slinky.health_settings import DCGM_JOB_MAP_DIR
 
 POLICY = "slurm-eks-slurm-host-access"
 API_VERSION = "admissionregistration.k8s.io/v1"

@@ -4,7 +4,7 @@ NodeSet pod's volumes for them, and the dcgm-exporter job-mapping directory on G
 
 The Controller's prologScriptRefs/epilogScriptRefs ConfigMaps are mounted into /etc/slurm and listed by file
 name in slurm.conf (slurm-operator v1.2.1 internal/builder/controllerbuilder/controller_app.go and
-controller_config.go buildPrologEpilogConf); slurmctld ships them to slurmd (components/lifecycle/health_settings.py).
+controller_config.go buildPrologEpilogConf); slurmctld ships them to slurmd (components/slinky/health_settings.py).
 HealthCheckProgram is not shipped by configless, so the NodeSet pods mount the script themselves.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import slurm.health
 from components.compute.scheduling import partition_instance
 from components.config.cluster import ClusterConfig
-from components.lifecycle.health_settings import DCGM_JOB_MAP_DIR, EPILOG_FILE, HEALTH_DIR, PROLOG_FILE, node_health_env
+from components.slinky.health_settings import DCGM_JOB_MAP_DIR, EPILOG_FILE, HEALTH_DIR, PROLOG_FILE, node_health_env
 
 # node-check.sh is package data of slurm.health, shipped in a ConfigMap: the import makes the dependency visible.
 SCRIPT = Path(slurm.health.__file__).parent / "node-check.sh"

@@ -1,5 +1,5 @@
 """cert-manager and Slinky's slurm-operator (CRDs chart + operator chart), installed in dependency order, each into
-its own namespace (components/segmentation/namespaces.py)."""
+its own namespace (components/kubernetes/namespaces.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.aws.eks import SYSTEM_NODE_SELECTOR
-from components.segmentation.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD
-from components.segmentation.segmented_namespaces import Namespaces
-from components.slinky.charts import CERT_MANAGER, SLURM_OPERATOR, SLURM_OPERATOR_CRDS, SYSTEM_AFFINITY, release
+from components.kubernetes.charts import CERT_MANAGER, SLURM_OPERATOR, SLURM_OPERATOR_CRDS, SYSTEM_AFFINITY, release
+from components.kubernetes.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD, Namespaces
 from components.slinky.host_access import OPERATOR_SERVICE_ACCOUNT
 
 # The chart leaves both security contexts empty (slurm-operator v1.2.1 helm/slurm-operator/values.yaml

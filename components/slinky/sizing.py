@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 
-from components.compute import catalog
-from components.compute.catalog import InstanceType, Resources
+from components import catalog
+from components.catalog import InstanceType, Resources
 from components.config.cluster import Partition
 
 # What the DaemonSets on a partition node request (scheduler room the slurmd pod must leave), per the

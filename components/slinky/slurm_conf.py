@@ -19,9 +19,10 @@ fair-share priorities and enforced limits (`accounting_conf`), and partitions li
 
 from __future__ import annotations
 
-from components.compute.catalog import InstanceType
+from components.catalog import InstanceType
 from components.config.cluster import ClusterConfig, Partition
-from components.lifecycle.health_settings import HEALTH_ACCOUNT, active_checks
+from components.config.health import HEALTH_ACCOUNT
+from components.slinky.health_settings import active_checks
 
 # The ports srun listens on: slurmctld calls each srun back there (time-limit warnings, node failures, step
 # completion: SchedMD/slurm slurm-25-11-7-1 src/stepmgr/srun_comm.c, to the port srun registered) and the
@@ -148,7 +149,7 @@ def partition_conf(name: str, config: ClusterConfig) -> str:
         options.append("Default=YES")
     if partition.accounts:
         # Only these accounts' jobs (and their sub-accounts': "This list is hierarchical"), and the active
-        # checks' probes where they run (components/lifecycle/health_settings.py).
+        # checks' probes where they run (components/slinky/health_settings.py).
         checked = [HEALTH_ACCOUNT] if name in active_checks(config) else []
         options.append(f"AllowAccounts={','.join([*partition.accounts, *checked])}")
     return " ".join(options)

@@ -10,7 +10,7 @@ from typing import Any
 import pulumi
 
 from components.aws.eks import SYSTEM_NODE_SELECTOR
-from components.compute.catalog import Resources
+from components.catalog import Resources
 from components.compute.scheduling import (
     device_requests,
     node_labels,
@@ -21,11 +21,11 @@ from components.compute.scheduling import (
 )
 from components.config.cluster import ClusterConfig
 from components.config.efs import model_volume
-from components.lifecycle.health_settings import health_slurm_conf
-from components.lifecycle.lifecycle_settings import places_topology
 from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT, SHARED_MOUNT, SHARED_PVC, SHARED_VOLUME_NAME
 from components.slinky import identity, node_health, slurm_conf
+from components.slinky.health_settings import health_slurm_conf
 from components.slinky.images import slurm_image, training_image
+from components.slinky.lifecycle_settings import places_topology
 from components.slinky.sizing import LOGFILE, slurmd_resources
 
 API_VERSION = "slinky.slurm.net/v1beta1"
@@ -151,7 +151,7 @@ def controller_spec(config: ClusterConfig, cluster_name: str, storage_class: pul
         "accountingRef": {"name": CONTROLLER},
         "slurmctld": with_mounts({"image": image}, pod),
         "reconfigure": {"image": image},
-        # With the topology ConfigMap (components/lifecycle/lifecycle_settings.py), whose data the lifecycle controller
+        # With the topology ConfigMap (components/slinky/lifecycle_settings.py), whose data the lifecycle controller
         # rewrites as nodes come and go: `scontrol reconfigure` by the reconfigure container when /etc/slurm
         # changes, not a new slurmctld pod (CRD v1.2.1 spec.inplaceReconfigure; controller_app.go, reconfigure.sh).
         **({"inplaceReconfigure": True} if places_topology(config) else {}),

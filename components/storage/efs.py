@@ -18,12 +18,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.addons.handover import helm_release
 from components.aws.eks import SYSTEM_NODE_SELECTOR, EksCluster
 from components.aws.iam import Scope, aws_scope
 from components.aws.vpc import Network
 from components.config import cluster as cfg
 from components.config.efs import MODEL_DIRECTORY, MODEL_PVC, STORAGE_CLASS, Efs
+from components.kubernetes.handover import helm_release
 from components.storage.static_claims import StaticVolume, claim_in
 
 NFS_PORT = 2049  # docs.aws.amazon.com/efs/latest/ug/network-access.html: mount targets admit NFS on TCP 2049
@@ -149,7 +149,7 @@ class ModelStorage(pulumi.ComponentResource):
         role = cluster.irsa_role(f"{name}-efs-csi-controller", CSI_NAMESPACE, CSI_CONTROLLER_SA, child)
         policy = aws_scope(aws.get_region_output().region).apply(lambda s: json.dumps(csi_controller_policy(s)))
         aws.iam.RolePolicy(f"{name}-efs-csi-controller", role=role.id, policy=policy, opts=child)
-        return helm_release(  # Argo CD's in gitops mode (components/addons/handover.py)
+        return helm_release(  # Argo CD's in gitops mode (components/kubernetes/handover.py)
             f"{name}-efs-csi-driver", name=CSI_CHART, chart=CSI_CHART, version=CSI_CHART_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CSI_CHART_REPO), namespace=CSI_NAMESPACE,
             # The node plugin keeps its chart default (tolerations: operator Exists), so it runs on the

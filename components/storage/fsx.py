@@ -17,10 +17,10 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.addons.handover import helm_release
 from components.aws.eks import SYSTEM_NODE_SELECTOR, EksCluster
 from components.aws.vpc import Network
 from components.config import cluster as cfg
+from components.kubernetes.handover import helm_release
 from components.names import SHARED_PVC
 from components.storage.static_claims import StaticVolume, claim_in
 
@@ -176,7 +176,7 @@ class SharedStorage(pulumi.ComponentResource):
         role = cluster.irsa_role(f"{name}-csi-controller", CSI_NAMESPACE, CSI_CONTROLLER_SA, child)
         policy = aws.get_region_output().region.apply(lambda region: json.dumps(csi_controller_policy(region)))
         aws.iam.RolePolicy(f"{name}-csi-controller", role=role.id, policy=policy, opts=child)
-        return helm_release(  # Argo CD's in gitops mode (components/addons/handover.py)
+        return helm_release(  # Argo CD's in gitops mode (components/kubernetes/handover.py)
             f"{name}-csi-driver", name=CSI_CHART, chart=CSI_CHART, version=CSI_CHART_VERSION,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CSI_CHART_REPO), namespace=CSI_NAMESPACE,
             values={

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.compute import catalog
+from components import catalog
 from components.config.cluster import ClusterConfig
 from jobs.render import RenderError, target_for_partition
 

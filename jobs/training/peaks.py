@@ -4,7 +4,7 @@ metrics.py, on the device) and estimated against (scripts/advise, offline). Torc
 NVIDIA's A100, H100 SXM, H200 and A10 datasheets (their sparse figure halved); Trainium's "190 FP16/BF16/cFP8/
 TF32 TFLOPS" per chip (aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/trainium.rst), Trainium2's
 "667 BF16/FP16/TF32 TFLOPS" per chip (trainium2.rst). Keys are the catalog's accelerator models
-(components/compute/catalog.py), which also appear in torch.cuda.get_device_name().
+(components/catalog.py), which also appear in torch.cuda.get_device_name().
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.compute import catalog
+from components import catalog
 from components.config.cluster import ClusterConfig
 from components.config.problems import did_you_mean
 from jobs.training.peaks import PEAK_BF16_FLOPS

@@ -268,5 +268,5 @@ CONTROLLERS = (
     Controller("the EFS CSI controller", "system:serviceaccount:kube-system:efs-csi-controller-sa",
                "kubernetes-sigs/aws-efs-csi-driver docs/iam-policy-example.json", efs_csi_calls),
     Controller("the node lifecycle controller", "system:serviceaccount:slurm:slurm-eks-repair",
-               "components/lifecycle/lifecycle_settings.py ec2_actions", lifecycle_calls),
+               "components/slinky/lifecycle_settings.py ec2_actions", lifecycle_calls),
 )

@@ -23,24 +23,24 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.compute.autoscaling import PROMETHEUS_RELEASE
 from components.compute.scheduling import partition_instance
 from components.config.cluster import ClusterConfig
 from components.findings import Finding
-from components.lifecycle.lifecycle_settings import ec2_actions
+from components.kubernetes.charts import CERT_MANAGER, KEDA, KUBE_PROMETHEUS_STACK, MARIADB_OPERATOR, SLURM_OPERATOR
+from components.kubernetes.label_selectors import policy_types, selects
+from components.kubernetes.namespaces import ARGOCD, JUPYTERHUB, KUBERAY, MPI_OPERATOR, VOLCANO
+from components.kubernetes.namespaces import NAME_LABEL as NAMESPACE_LABEL
+from components.lifecycle.autoscaling import PROMETHEUS_RELEASE
 from components.lifecycle.node_repair import METRICS_PORT as REPAIR_METRICS
 from components.lifecycle.node_repair import POD_LABELS as REPAIR_POD
 from components.names import ML_NAMESPACE, SLURM_NAMESPACE
 from components.observability.dcgm import DCGM_RELEASE
 from components.observability.neuron import LABELS as NEURON_MONITOR_POD
 from components.observability.neuron import PORT as NEURON_MONITOR_PORT
-from components.segmentation.label_selectors import policy_types, selects
-from components.segmentation.namespaces import ARGOCD, JUPYTERHUB, KUBERAY, MPI_OPERATOR, VOLCANO
-from components.segmentation.namespaces import NAME_LABEL as NAMESPACE_LABEL
 from components.slinky.accounting_db import IN_CLUSTER_NAME
 from components.slinky.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
 from components.slinky.accounts import POD_LABELS as ACCOUNTS_POD
-from components.slinky.charts import CERT_MANAGER, KEDA, KUBE_PROMETHEUS_STACK, MARIADB_OPERATOR, SLURM_OPERATOR
+from components.slinky.lifecycle_settings import ec2_actions
 from components.slinky.specs import CONTROLLER
 from scripts.offline.plan_model import Plan, parse_json_text
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.findings import Finding, resource_label
-from components.segmentation.namespaces import NAME_LABEL, PREFIX
+from components.kubernetes.namespaces import NAME_LABEL, PREFIX
 from components.slinky import host_access
 from policy.model import dig
 from scripts.checks.admission_policy import Request, rejections
@@ -111,7 +111,7 @@ def check(plan: Plan) -> list[Finding]:
                 message=f"its pods break Pod Security {level!r}, enforced in namespace {pod.namespace}: "
                 + "; ".join(f.render() for f in forbidden) + ". Pod Security Admission rejects every such pod",
                 fix=f"take these settings out of the pod template, or (only with a reason) lower {pod.namespace}'s "
-                "level in components/segmentation/namespaces.py POD_SECURITY"))
+                "level in components/kubernetes/namespaces.py POD_SECURITY"))
         obj = {"metadata": {**pod.metadata, "namespace": pod.namespace}, "spec": pod.spec}
         request = Request("CREATE", "pods", pod.creator, labels[pod.namespace])
         denied = [m for p in policies for b in bindings for m in rejections(p, b, obj, request)]

@@ -16,7 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 from rich.table import Table
 
-from components.compute.catalog import CATALOG
+from components.catalog import CATALOG
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR
 from components.findings_render import render_json

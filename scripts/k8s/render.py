@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from components.compute.catalog import InstanceType, Resources
+from components.catalog import InstanceType, Resources
 from components.compute.nodepools import pool_scheduling
 from components.compute.scheduling import (
     DEVICE_RESOURCES,
@@ -23,8 +23,8 @@ from components.compute.scheduling import (
 from components.config.cluster import ClusterConfig
 from components.config.efs import model_volume
 from components.config.k8s_pools import KubernetesPool
+from components.kubernetes.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD
 from components.names import ML_NAMESPACE
-from components.segmentation.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD
 from components.slinky.images import TRAINING_IMAGES
 from components.slinky.sizing import slurmd_resources
 from components.slinky.specs import (

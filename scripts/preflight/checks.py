@@ -16,7 +16,7 @@ import boto3
 from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
-from components.compute import catalog
+from components import catalog
 from components.config.cluster import ClusterConfig, Network, Partition
 from components.config.k8s_pools import NodeGroup
 from components.findings import Finding
@@ -130,13 +130,13 @@ def check_efa(session: boto3.Session, config: ClusterConfig) -> Iterator[Finding
             elif actual < expected:
                 yield Finding(rule="efa", resource=subject, severity="error",
                               message=f"{actual} EFA interfaces; nodes would request {expected} "
-                              f"(components/compute/catalog.py)",
-                              fix=f"set efa_interfaces of {instance_type} in components/compute/catalog.py to {actual}")
+                              f"(components/catalog.py)",
+                              fix=f"set efa_interfaces of {instance_type} in components/catalog.py to {actual}")
             elif actual > expected:
                 yield Finding(rule="efa", resource=subject, severity="warning",
                               message=f"{actual} EFA interfaces; nodes request only {expected} "
-                              f"(components/compute/catalog.py)",
-                              fix=f"set efa_interfaces of {instance_type} in components/compute/catalog.py to {actual}")
+                              f"(components/catalog.py)",
+                              fix=f"set efa_interfaces of {instance_type} in components/catalog.py to {actual}")
             else:
                 yield Finding(rule="efa", resource=subject, severity="info",
                               message=f"{actual} EFA interfaces, as the catalog expects")

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.compute import catalog
-from components.segmentation.label_selectors import selects
+from components import catalog
+from components.kubernetes.label_selectors import selects
 from scripts.checks import pod_flows
 from scripts.offline.plan_model import Plan
 from scripts.twin import autoscaling, database, hardware, images, network, policy

@@ -1,5 +1,5 @@
 """What a twin slurmd pod's node looks like: the instance type's CPUs, memory and accelerators from the catalog
-(components/compute/catalog.py), told to Slurm through the same doors the real hardware uses.
+(components/catalog.py), told to Slurm through the same doors the real hardware uses.
 
 - `slurmd -C`: Slinky's entrypoint (slurmd-entrypoint.sh calculateCoreSpecCount/calculateMemSpecLimit) reads
   the node's cores, threads and memory from it. The image layer's /usr/sbin/slurmd answers -C with the instance's
@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.compute.catalog import InstanceType
+from components.catalog import InstanceType
 
 HARDWARE_FILE = "/etc/slurm-eks-twin/hardware"
 NVIDIA_MAJOR = 195  # Documentation/admin-guide/devices.txt: 195 char "Nvidia graphics devices"

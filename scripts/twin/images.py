@@ -8,7 +8,7 @@ Debian's supervisor, socat, tini, gawk, OpenSSH and SSSD (the Makefile installs 
 from source (tools/build_slurm.sh), linked into /usr/bin and /usr/sbin where the image's Debian packages put it.
 
 Two things differ, on purpose, and each is written into the layer where it acts:
-- `slurmd -C` answers the instance type's hardware from the catalog (components/compute/catalog.py), and slurmd
+- `slurmd -C` answers the instance type's hardware from the catalog (components/catalog.py), and slurmd
   registers that hardware, because the twin's nodes run on this small machine (`hardware.py`);
 - Slurm was built with its configuration directory in its own prefix, which the layer links to /etc/slurm,
   where the image's packages look.

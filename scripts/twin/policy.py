@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.segmentation.label_selectors import policy_types, selects
+from components.kubernetes.label_selectors import policy_types, selects
 from scripts.twin.errors import TwinError
 
 TABLE = "twin"

@@ -40,7 +40,7 @@ PARSERS = {"nccl": nccl_bus_bandwidth, "neuron": neuron_bus_bandwidth}
 @dataclass(frozen=True)
 class PartitionCheck:
     kind: str  # "nccl" (GPUs) or "neuron" (Trainium)
-    ranks: int  # GPUs, or NeuronCores (components/compute/catalog.py neuron_cores): one rank each
+    ranks: int  # GPUs, or NeuronCores (components/catalog.py neuron_cores): one rank each
     floor_gbps: float | None = None
 
 

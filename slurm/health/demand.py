@@ -1,5 +1,5 @@
 """How many nodes each partition's pending jobs want, counting only jobs that would start if the nodes existed:
-what KEDA scales the NodeSets on (components/compute/autoscaling.py nodes_needed_query reads NODES_WANTED).
+what KEDA scales the NodeSets on (components/lifecycle/autoscaling.py nodes_needed_query reads NODES_WANTED).
 
 Slurm 25.11's own `slurm_partition_jobs_pending` counts every pending job of the partition, held ones included
 (SchedMD/slurm slurm-25-11-7-1 src/slurmctld/statistics.c _statistics_part_aggregate_job), and its OpenMetrics

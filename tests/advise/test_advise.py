@@ -12,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from components.compute import catalog
+from components import catalog
 from components.config.stackfile import STACKS_DIR, load_stack
 from jobs.training.presets import PRESETS
 from scripts.advise.advisor import Advice, advise, global_batch_sequences, regime_for

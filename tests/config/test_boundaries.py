@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from components.aws.vpc import subnet_layout
-from components.slinky.images import pinning_problem
+from components.config.slinky_releases import pinning_problem
 from tests.config.helpers import problems_of_rule, raw_config
 
 

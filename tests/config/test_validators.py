@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.compute import catalog
+from components import catalog
 from components.config.problems import ConfigError
 from components.config.rules import VALIDATORS, run_validators
 from components.config.validation import parse_cluster_config

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.compute.catalog import CATALOG
+from components.catalog import CATALOG
 from components.config.rules.cluster import REGION
 from scripts.cost.estimate import estimate
 from scripts.cost.price_table import PriceTable

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.compute.catalog import lookup
+from components.catalog import lookup
 from components.compute.device_plugins import EFA, NEURON, NVIDIA, plugin_values
 from components.compute.scheduling import PARTITION_LABEL, node_labels, node_taints
 from components.config import cluster as cfg

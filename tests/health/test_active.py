@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from components.slinky.images import TRAINING_IMAGES, pinning_problem
+from components.config.slinky_releases import pinning_problem
+from components.slinky.images import TRAINING_IMAGES
 from jobs.render import enroot_uri
 from slurm.health import active
 from slurm.health.active import (

@@ -15,14 +15,14 @@ from typing import Any
 import yaml
 
 from components.config.validation import parse_cluster_config
-from components.lifecycle.lifecycle_settings import (
+from components.lifecycle.node_repair import cluster_rules, deployment_spec, namespace_rules, package_files
+from components.lifecycle.node_repair import settings as repair_settings
+from components.slinky.lifecycle_settings import (
     INITIAL_TOPOLOGY,
     TOPOLOGY_CONFIG_MAP,
     TOPOLOGY_NAME,
     lifecycle_settings,
 )
-from components.lifecycle.node_repair import cluster_rules, deployment_spec, namespace_rules, package_files
-from components.lifecycle.node_repair import settings as repair_settings
 from slurm.aws.query import AwsError
 from slurm.health.__main__ import Controller
 from slurm.health.kube import Kube

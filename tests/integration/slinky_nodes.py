@@ -14,8 +14,8 @@ from pathlib import Path
 
 from components.compute.scheduling import partition_instance
 from components.config.cluster import ClusterConfig
-from components.lifecycle.health_settings import health_slurm_conf
 from components.slinky import specs
+from components.slinky.health_settings import health_slurm_conf
 from slurm import client
 from slurm.backend import SubmitOptions
 from slurm.cli_backend import CliBackend, parse_parsable, run

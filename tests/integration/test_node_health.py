@@ -29,7 +29,7 @@ import pytest
 
 from components.config.cluster import ClusterConfig
 from components.config.validation import parse_cluster_config
-from components.lifecycle.health_settings import health_slurm_conf, node_health_env
+from components.slinky.health_settings import health_slurm_conf, node_health_env
 from slurm import client
 from slurm.cli_backend import run
 from slurm.health import metric_names as m

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from components.compute.catalog import lookup
+from components.catalog import lookup
 from components.compute.device_plugins import EFA, NEURON, NVIDIA, plugin_values
 from components.compute.nodepools import (
     POOL_LABEL,

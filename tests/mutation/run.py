@@ -49,7 +49,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "components/compute/nodepools.py": ("tests/karpenter/test_nodepools.py",),
     "components/slinky/specs.py": ("tests/slinky/test_access.py", "tests/slinky/test_node_fit.py",
                                    "tests/slinky/test_partitions.py"),
-    "components/compute/autoscaling.py": ("tests/slinky/test_partitions.py", "tests/checks/test_eviction.py"),
+    "components/lifecycle/autoscaling.py": ("tests/slinky/test_partitions.py", "tests/checks/test_eviction.py"),
     "scripts/checks/network.py": ("tests/checks/test_network.py",),
     "scripts/checks/order.py": ("tests/checks/test_order.py",),
     "scripts/checks/iam_policy.py": ("tests/checks/test_iam_policy.py",),

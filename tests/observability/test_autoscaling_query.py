@@ -1,12 +1,12 @@
-"""What KEDA scales a partition's NodeSet to (components/compute/autoscaling.py nodes_needed_query): busy nodes plus the
-nodes of the pending jobs that could start (our exporter's series, one name shared with slurm/health through
+"""What KEDA scales a partition's NodeSet to (components/lifecycle/autoscaling.py nodes_needed_query): busy nodes
+plus the nodes of the pending jobs that could start (our exporter's series, one name shared with slurm/health through
 components/observability/metric_catalog.py), and Slurm's own pending count only while that series is absent."""
 
 from __future__ import annotations
 
 import re
 
-from components.compute.autoscaling import nodes_needed_query
+from components.lifecycle.autoscaling import nodes_needed_query
 from components.observability.metric_catalog import ALL_NAMES, PARTITION_NODES_WANTED, SLURM_EKS
 from slurm.health import metric_names
 from tests.observability.promql import metric_names as names_in

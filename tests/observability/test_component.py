@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.compute.catalog import lookup
+from components.catalog import lookup
 from components.compute.nodepools import pool_labels, pool_taints
 from components.compute.scheduling import node_labels, node_taints
 from components.config.cluster import ClusterConfig
@@ -23,7 +23,7 @@ from components.observability.stack import (
     ObservabilityArgs,
     dashboard_files,
 )
-from components.segmentation.segmented_namespaces import Namespaces
+from components.segmentation.segmented_namespaces import SegmentedNamespaces
 from scripts.offline.mocks import RealisticMocks
 from scripts.offline.plan import record
 from scripts.offline.plan_model import Plan
@@ -37,7 +37,7 @@ def planned(config: ClusterConfig) -> Plan:
         provider = k8s.Provider("k8s")
         prometheus = k8s.core.v1.ConfigMap("prometheus-stand-in", metadata={"name": "p", "namespace": "monitoring"},
                                            opts=pulumi.ResourceOptions(provider=provider))
-        Observability("observability", ObservabilityArgs(config, Namespaces(config, "10.0.0.0/16", provider),
+        Observability("observability", ObservabilityArgs(config, SegmentedNamespaces(config, "10.0.0.0/16", provider),
                                                          prometheus))
 
     return record(program, "test", RealisticMocks(region=config.region, cluster_name="test"))

@@ -12,9 +12,9 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.aws.addon_versions import ADDON_VERSIONS, addon_version
 from components.aws.eks import _not_listed_twice, no_creator_admin
 from components.aws.iam import CNI_POLICY, NODE_POLICIES, Scope, secrets_key_policy
+from components.config.addon_versions import ADDON_VERSIONS, addon_version
 from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT
 from scripts.checks.iam import ATTACHMENT, check, node_credentials, node_role_names
 from scripts.checks.iam_policy import Request, evaluate

@@ -10,14 +10,8 @@ from typing import Any
 import pytest
 
 from components.config.cluster import Slurm
-from components.slinky.images import (
-    SERIES,
-    SLINKY_REPOSITORIES,
-    TRAINING_IMAGES,
-    pinning_problem,
-    release_series,
-    slurm_image,
-)
+from components.config.slinky_releases import SERIES, SLINKY_REPOSITORIES, pinning_problem, release_series
+from components.slinky.images import TRAINING_IMAGES, slurm_image
 from scripts.offline.plan_model import Plan
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from components.compute import catalog
+from components import catalog
 from components.config.cluster import ClusterConfig
 from components.slinky.sizing import DAEMONSET_REQUESTS, slurm_cpus, slurmd_resources
 from components.slinky.specs import nodeset_spec

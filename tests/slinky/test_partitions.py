@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components.compute import catalog
+from components import catalog
 from components.compute.scheduling import DEVICE_RESOURCES, EFA_RESOURCE
 from components.config.base import duration_seconds
 from components.config.cluster import ClusterConfig

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from components.aws.eks import SYSTEM_NODE_SELECTOR
-from components.lifecycle.health_settings import DCGM_JOB_MAP_DIR
+from components.kubernetes.namespaces import NAME_LABEL, POD_SECURITY, PREFIX, VERSION
 from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT, SLURM_NAMESPACE
-from components.segmentation.namespaces import NAME_LABEL, POD_SECURITY, PREFIX, VERSION
 from components.slinky import host_access
+from components.slinky.health_settings import DCGM_JOB_MAP_DIR
 from scripts.checks.admission_policy import Request, rejections
 from tests.plan.fixtures import shipped_plan
 from tests.slinky.helpers import RELEASE, objects, releases

@@ -52,7 +52,7 @@ SLURM_CONF_25_11: dict[str, frozenset[str] | None] = {
     "PriorityWeightPartition": None, "PriorityWeightQOS": None, "PriorityDecayHalfLife": None, "PriorityMaxAge": None,
     "AccountingStorageEnforce": frozenset({"all", "associations", "limits", "nojobs", "nosteps", "qos", "safe",
                                            "wckeys"}),
-    # The node checks (components/lifecycle/health_settings.py); None: a path, a number of seconds.
+    # The node checks (components/slinky/health_settings.py); None: a path, a number of seconds.
     "HealthCheckProgram": None, "HealthCheckInterval": None,
     "HealthCheckNodeState": frozenset({"ALLOC", "ANY", "CYCLE", "IDLE", "NONDRAINED_IDLE", "MIXED", "START_ONLY"}),
     "PrologFlags": frozenset({"Alloc", "Contain", "DeferBatch", "NoHold", "ForceRequeueOnFail", "RunInJob",

@@ -12,7 +12,7 @@ from pathlib import Path
 import moto
 import pytest
 
-from components.compute import catalog
+from components import catalog
 from components.config.cluster import ClusterConfig
 from components.slinky import sizing
 from components.slinky.sizing import pod_cpus, schedulable_cpus, slurm_cpus

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from components.aws.addon_versions import ADDON_VERSIONS
+from components.config.addon_versions import ADDON_VERSIONS
 from components.config.cluster import ClusterConfig
 from components.config.rules.registry import Found, rule
 
@@ -44,7 +44,7 @@ def kubernetes_version_pinned(c: ClusterConfig) -> Iterator[Found]:
     if _kubernetes_minor(c.kubernetes_version) is not None and c.kubernetes_version not in ADDON_VERSIONS:
         yield Found("kubernetesVersion", c.kubernetes_version,
                       f"no pinned EKS add-on versions for it (this release pins {', '.join(ADDON_VERSIONS)})",
-                      "use a pinned version, or add its row to components/aws/addon_versions.py from the EKS user "
+                      "use a pinned version, or add its row to components/config/addon_versions.py from the EKS user "
                       "guide's add-on tables, with a nodeImage.release for it")
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from components.config.cluster import ClusterConfig
+from components.config.health import HEALTH_ACCOUNT
 from components.config.rules.registry import Found, rule
-from components.lifecycle.health_settings import HEALTH_ACCOUNT
 
 
 @rule("health-active-checks")

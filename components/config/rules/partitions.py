@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from components.compute import catalog
+from components import catalog
 from components.config.cluster import ClusterConfig
 from components.config.rules.registry import K8S_NAME, MAX_PARTITION_NAME, Found, known_types, node_groups, rule
 
@@ -29,7 +29,7 @@ def instance_type_known(c: ClusterConfig) -> Iterator[Found]:
                 near = catalog.nearest_instance_types(t)
                 hint = f"did you mean {' or '.join(near)}?" if near else ""
                 yield Found(f"{where}.instanceTypes[{i}]", t,
-                              "not in the instance catalog (components/compute/catalog.py)",
+                              "not in the instance catalog (components/catalog.py)",
                               f"{hint} known: {', '.join(catalog.CATALOG)}".strip())
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from components.compute import catalog
+from components import catalog
 from components.config.cluster import ClusterConfig
 from components.config.k8s_pools import NodeGroup
 from components.findings import Finding, Severity

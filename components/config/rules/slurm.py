@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from components.config.cluster import ClusterConfig
 from components.config.rules.registry import Found, rule
-from components.slinky.images import SERIES, release_series
+from components.config.slinky_releases import SERIES, release_series
 
 MIN_SLURM = (25, 11)  # and Slurm >= 25.11
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components.compute import catalog
+from components import catalog
 from components.config.cluster import ClusterConfig
 from components.config.problems import did_you_mean
 from components.config.rules.login import key_findings

@@ -28,7 +28,6 @@ DCGM_JOB_MAP_DIR = "/var/run/slurm-eks/dcgm-job-map"
 # slurmctld enforces associations, so the stack gives it an account of its own (components/slinky/
 # accounts_document.py), which partitions limited to some accounts admit when they are checked.
 ACTIVE_CHECK_USER = "slurm"
-HEALTH_ACCOUNT = "slurm-eks-health"
 # slurmd's spool (job scripts, step state) and /tmp both live on the node's root volume.
 DISK_PATHS = ("/var/spool/slurmd", "/tmp")
 

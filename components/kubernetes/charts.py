@@ -8,9 +8,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.addons.handover import helm_release
 from components.aws.eks import SYSTEM_LABEL, SYSTEM_NODE_SELECTOR
-from components.segmentation import namespaces
+from components.kubernetes import namespaces
+from components.kubernetes.handover import helm_release
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def release(name: str, chart: Chart, values: dict[str, Any], provider: k8s.Provi
     """A Release that Pulumi waits on until its workloads are ready (so dependants see working webhooks), after
     `namespace`: the chart's Namespace with its Pod Security labels and its NetworkPolicies
     (components/segmentation/segmented_namespaces.py). Helm does not create it, so no pod runs there before
-    them. In gitops mode the chart is Argo CD's (components/addons/handover.py)."""
+    them. In gitops mode the chart is Argo CD's (components/kubernetes/handover.py)."""
     return helm_release(
         name,
         name=name,

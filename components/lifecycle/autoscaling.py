@@ -23,11 +23,11 @@ import pulumi_kubernetes as k8s
 from components.aws.eks import SYSTEM_NODE_SELECTOR
 from components.config.base import duration_seconds
 from components.config.cluster import ClusterConfig
+from components.kubernetes.charts import KEDA, KUBE_PROMETHEUS_STACK, release
+from components.kubernetes.namespaces import Namespaces
 from components.names import SLURM_NAMESPACE
 from components.observability.metric_catalog import PARTITION_NODES_WANTED
 from components.observability.stack import kube_prometheus_values
-from components.segmentation.segmented_namespaces import Namespaces
-from components.slinky.charts import KEDA, KUBE_PROMETHEUS_STACK, release
 from components.slinky.specs import API_VERSION
 
 PROMETHEUS_RELEASE = "prometheus"

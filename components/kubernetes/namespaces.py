@@ -14,7 +14,7 @@ its own privileged DaemonSets there (aws-node, kube-proxy); a namespace without 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -123,3 +123,17 @@ def namespace(resource_name: str, name: str, provider: k8s.Provider, parent: pul
     namespace is created without a deliberate level."""
     return k8s.core.v1.Namespace(resource_name, metadata={"name": name, "labels": POD_SECURITY[name].labels()},
                                  opts=pulumi.ResourceOptions(parent=parent, provider=provider))
+
+
+class Namespaces(Protocol):
+    """What a component that installs into its own namespace is given: the Kubernetes provider, and `create`, which
+    makes the Namespace with its Pod Security labels and its NetworkPolicies (components/segmentation/
+    segmented_namespaces.py, the one implementation: the policies know every component's ports, so they sit above
+    the components that use this)."""
+
+    @property
+    def provider(self) -> k8s.Provider: ...
+
+    def create(self, resource_name: str, name: str, parent: pulumi.Resource) -> list[pulumi.Resource]:
+        """The Namespace `name` (first) and the NetworkPolicies that live in it: what its workloads depend on."""
+        ...

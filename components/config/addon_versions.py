@@ -23,4 +23,4 @@ def addon_version(kubernetes_version: str, addon: str) -> str:
         return ADDON_VERSIONS[kubernetes_version][addon]
     except KeyError:
         raise KeyError(f"no pinned {addon} add-on version for Kubernetes {kubernetes_version}: add one to "
-                       "components/aws/addon_versions.py ADDON_VERSIONS from the EKS user guide's table") from None
+                       "components/config/addon_versions.py ADDON_VERSIONS from the EKS user guide's table") from None
