@@ -12,7 +12,7 @@ PIP_FLAGS := --quiet --no-cache-dir
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: setup setup-extras system-packages slurm xla-venv plan test lint golden bench bench-gpu crds upstream mutate \
+.PHONY: setup setup-extras system-packages slurm xla-venv plan test test-fast lint golden bench bench-gpu crds upstream mutate \
   clean mermaid
 
 # Debian packages the tests use: shellcheck (rendered job scripts), sssd-tools and sssd-ldap (`sssctl
@@ -112,6 +112,11 @@ test:
 	$(BIN)/pytest -q -m "not slurm and not twin" -n $(TEST_WORKERS) --dist loadfile --durations=30
 	$(BIN)/pytest -q -m slurm --durations=15
 	$(BIN)/pytest -q -m twin --durations=15
+
+# The inner loop: everything that needs neither torch nor a Slurm daemon nor a twin, and leaves out the modules that
+# run whole plans or the CLI as a process in most tests (marked slow); `make test` runs them all.
+test-fast: setup-extras upstream
+	$(BIN)/pytest -q -m "not slurm and not twin and not torch and not slow" -n $(TEST_WORKERS) --dist loadfile
 
 # Refresh tests/golden/ from the current program; review the diff before committing it.
 golden: setup upstream

@@ -17,6 +17,8 @@ from scripts.manifests.cel_rules import CelRule
 from scripts.manifests.crd_schema import CustomResourceVersion, SchemaNode, SchemaRegistry, parse_schema
 from scripts.manifests.manifest_schema import ManifestProblem, validate_manifest, validate_manifest_dir
 
+pytestmark = pytest.mark.slow  # whole plans or the CLI as a process in most tests: `make test-fast` leaves it out
+
 # One valid object per kind the project renders, written the way the plan writes them.
 VALID_YAML = """
 apiVersion: karpenter.sh/v1

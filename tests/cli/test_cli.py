@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.config.helpers import raw_config
+
+pytestmark = pytest.mark.slow  # whole plans or the CLI as a process in most tests: `make test-fast` leaves it out
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).parent / "slurm-eks"

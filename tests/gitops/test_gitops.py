@@ -22,6 +22,8 @@ from scripts.offline.plan_model import Plan, known
 from tests.conftest import require_shared
 from tests.plan.fixtures import shipped_plan
 
+pytestmark = pytest.mark.slow  # whole plans or the CLI as a process in most tests: `make test-fast` leaves it out
+
 REPO_URL = "https://git.example.com/platform/slurm-eks-gitops.git"
 GITOPS = GitOps.model_validate({"repoURL": REPO_URL, "path": "clusters/prod"})
 

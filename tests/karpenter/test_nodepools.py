@@ -173,16 +173,6 @@ def test_the_root_volume_is_the_one_docs_nodes_md_describes() -> None:
         f"{size}Gi", int(iops), int(throughput))
 
 
-def test_a_spot_efa_partition_gets_a_cluster_placement_group(tmp_path: Path) -> None:
-    """Only reserved capacity skips the placement group (it comes with its own); spot and on-demand get one."""
-    raw = raw_config("prod")
-    raw["partitions"]["gpu-h100"].update(capacityType="spot")
-    (tmp_path / "Pulumi.s.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
-    plan, _ = run_plan("s", tmp_path)
-    assert _manifest(plan, "EC2NodeClass", "gpu-h100")["spec"]["placementGroupSelector"] == {
-        "name": "ml-training-prod-gpu-h100"}
-
-
 def test_nodeclass_tags_every_instance_with_the_stack_tags() -> None:
     """`tags` reach every AWS resource (docs/config.md): Karpenter's instances and volumes too."""
     spec = _manifest(shipped_plan("prod"), "EC2NodeClass", "gpu-a100")["spec"]

@@ -44,7 +44,8 @@ RECHECK_TIMEOUT_S = 120  # per mutant, for the pending ones a --recheck runs (a 
 # module -> the tests that should kill its mutants (fast, offline; the whole suite per mutant would take days).
 TESTS: dict[str, tuple[str, ...]] = {
     **{f"components/config/rules/{domain}.py": ("tests/config/test_validators.py", "tests/config/test_boundaries.py")
-       for domain in ("cluster", "network", "storage", "login", "slurm", "partitions", "pools", "addons", "health")},
+       for domain in ("registry", "cluster", "network", "storage", "login", "slurm", "partitions", "pools", "addons",
+                      "health")},
     "policy/rules.py": ("tests/policy/test_rules.py", "tests/policy/test_waivers.py"),
     "components/compute/nodepools.py": ("tests/karpenter/test_nodepools.py",),
     "components/slinky/specs.py": ("tests/slinky/test_access.py", "tests/slinky/test_node_fit.py",

@@ -13,6 +13,8 @@ from components.config.stackfile import available_stacks
 from scripts.offline.plan import run_plan
 from tests.golden.upstream_stubs import write_golden
 
+pytestmark = pytest.mark.slow  # whole plans or the CLI as a process in most tests: `make test-fast` leaves it out
+
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 # Keys whose change a reviewer must check against the promises in README.md and docs/ (tests/test_promises.py).
 SAFETY_KEYS = frozenset({

@@ -6,12 +6,15 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import pytest
 import yaml
 
 from components import upstream
 from scripts.offline.plan import write_plan
 from tests.golden.upstream_stubs import canonical_sha256, golden_plan, upstream_objects
 from tests.plan.fixtures import shipped_plan
+
+pytestmark = pytest.mark.slow  # whole plans or the CLI as a process in most tests: `make test-fast` leaves it out
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 CRD = "customresourcedefinition_cluster_mpijobs.kubeflow.org.yaml"

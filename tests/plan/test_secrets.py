@@ -24,6 +24,8 @@ from scripts.offline.plan import write_plan
 from scripts.offline.plan_model import Plan, PlannedResource
 from tests.plan.fixtures import shipped_plan
 
+pytestmark = pytest.mark.slow  # whole plans or the CLI as a process in most tests: `make test-fast` leaves it out
+
 STACKS = ["dev", "prod"]
 
 

@@ -27,6 +27,8 @@ from scripts.offline.plan_model import Plan, PlannedResource
 from tests.plan.fixtures import one, shipped_plan
 from tests.policy.broken import CASES, EKS, Case
 
+pytestmark = pytest.mark.slow  # whole plans or the CLI as a process in most tests: `make test-fast` leaves it out
+
 Reports = list[tuple[str, str | None]]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import typer
 import yaml
 from typer.testing import CliRunner
@@ -12,6 +13,8 @@ from typer.testing import CliRunner
 from policy.pack_config import CONFIG_DIR
 from scripts.cli.policy import policy
 from tests.config.helpers import raw_config
+
+pytestmark = pytest.mark.slow  # whole plans or the CLI as a process in most tests: `make test-fast` leaves it out
 
 # A stack made from prod in a test takes prod's pack config: its waivers and listed exceptions.
 PROD_PACK_CONFIG = CONFIG_DIR / "prod.json"

@@ -37,6 +37,8 @@ from tests.policy.broken import (
     resource,
 )
 
+pytestmark = pytest.mark.slow  # a plan variant per broken case: `make test-fast` leaves it out
+
 
 def flagged(plan: Plan) -> set[tuple[str, str]]:
     return {(v.rule, v.urn) for v in evaluate(plan.resources)}

@@ -32,6 +32,8 @@ from tests.plan.fixtures import shipped_plan
 from tests.policy.broken import INGRESS, _world_ssh_rule
 from tests.slinky.helpers import plan_of, variant
 
+pytestmark = pytest.mark.slow  # whole plans or the CLI as a process in most tests: `make test-fast` leaves it out
+
 REPO = Path(__file__).resolve().parents[2]
 LOGIN_SET = "kubernetes:slinky.slurm.net/v1beta1:LoginSet"
 WAIVER = {"no-world-ssh": {"allowPublicLoginSsh": True}}

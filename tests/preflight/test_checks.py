@@ -31,6 +31,8 @@ from scripts.preflight.runner import AwsUnavailable, failed, run_checks
 from tests.config.helpers import raw_config
 from tests.preflight.conftest import REGION
 
+pytestmark = pytest.mark.slow  # moto's AWS in every test: `make test-fast` leaves it out
+
 
 def only(results: Iterable[Finding], subject: str) -> Finding:
     [match] = [r for r in results if subject in r.resource]

@@ -349,6 +349,7 @@ REPO = Path(__file__).resolve().parents[2]
 TORCHRUNS = [Path(sys.executable).parent / "torchrun", REPO / ".venv-xla" / "bin" / "torchrun"]
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("torchrun", TORCHRUNS, ids=["torch-2.13", "torch-xla-venv"])
 def test_every_worker_line_carries_its_global_rank(torchrun: Path, tmp_path: Path) -> None:
     """The prefix template and --tee as the script passes them, through a real torchrun."""

@@ -21,6 +21,8 @@ from scripts.offline.plan_model import SECRET, UNKNOWN, known
 from tests.conftest import require_tool, unavailable
 from tests.slinky.helpers import from_directory, objects, plan_of, variant
 
+pytestmark = pytest.mark.slow  # real sssd daemons: `make test-fast` leaves it out
+
 SSSD_TOOLS = "make system-packages installs it: apt-get install sssd-tools"
 BASE = "dc=example,dc=org"
 USERS = Identity.model_validate({"groups": {"ml": 30001}, "users": {"alice": {"uid": 20001, "groups": ["ml"]}}})
