@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -23,6 +23,7 @@ from scripts.manifests.manifest_schema import SchemaRegistry
 from slurm import local
 from slurm.local import installation
 from slurm.local.packages import missing_packages
+from tests import slurm_openapi
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("SLURM_EKS_SHARED", REPO.parent / "shared"))
@@ -90,6 +91,22 @@ def require_slurm() -> Path:
     if SLURM_PREFIX is None:
         unavailable("Slurm 25.11 is not built: `make slurm` builds it from ../shared/upstream/slurm into build/slurm")
     return SLURM_PREFIX  # type: ignore[return-value]
+
+
+def slurmrestd_description() -> dict[str, Any]:
+    """slurmrestd's OpenAPI description of data_parser v0.0.44, generated from the Slurm 25.11 build
+    (tests/slurm_openapi.py); no build, or a slurmrestd that cannot generate it, skips (fails under CI=true)."""
+    prefix = require_slurm()
+    try:
+        return slurm_openapi.load(prefix)
+    except slurm_openapi.SpecError as exc:
+        unavailable(f"slurmrestd's OpenAPI description could not be generated: {exc}")
+
+
+@pytest.fixture(scope="session")
+def slurmrestd_openapi() -> dict[str, Any]:
+    """slurmrestd 25.11's OpenAPI description (data_parser v0.0.44), generated once per session."""
+    return slurmrestd_description()
 
 
 def _local_slurm_unavailable() -> str | None:

@@ -45,9 +45,9 @@ NCCL_ARGS = ("-b", "8M", "-e", "2G", "-f", "2", "-g", "1")
 NEURON_ARGS = ("--nnodes", "1", "--minbytes", "1MB", "--maxbytes", "1GB", "--stepfactor", "4",
                "--datatype", "fp32", "--non-interactive")
 # States a node may be in and still be probed: idle, and nothing else Slurm or a person has planned for it
-# (the v0.0.44 node state enum, tests/health/data/slurm-openapi-v0.0.44-nodes.json, also has DRAIN, COMPLETING,
-# RESERVED, PLANNED, MAINTENANCE, POWER*, REBOOT_*, NOT_RESPONDING, ...). DYNAMIC_NORM: Slinky's slurmd pods
-# register as dynamic nodes; CLOUD: a powered-up cloud node.
+# (the v0.0.44 node state enum, schema `v0.0.44_node` in the OpenAPI description slurmrestd 25.11 generates, also
+# has DRAIN, COMPLETING, RESERVED, PLANNED, MAINTENANCE, POWER*, REBOOT_*, NOT_RESPONDING, ...). DYNAMIC_NORM:
+# Slinky's slurmd pods register as dynamic nodes; CLOUD: a powered-up cloud node.
 PROBE_STATES = frozenset({"IDLE", "DYNAMIC_NORM", "CLOUD"})
 # The median of fewer nodes says little about what a healthy node does: with fewer, only a floor drains.
 MIN_NODES_FOR_MEDIAN = 3

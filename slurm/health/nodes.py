@@ -3,7 +3,8 @@
 - Slurm 22.05 `sinfo --json` (openapi/v0.0.38; captures in tests/health/data/sinfo-*-22.05.json): `state` is one
   lower-case string and `state_flags` a list; `features` a comma-separated string; `reason_changed_at` an int.
 - data_parser v0.0.44 (Slurm 25.11 `scontrol show nodes --json` and slurmrestd GET /slurm/v0.0.44/nodes/):
-  schema `v0.0.44_node` in SlinkyProject/slurm-client v1.2.1 api/v0044/slurm-openapi.gen.json: `state` is a list
+  schema `v0.0.44_node` in the OpenAPI description slurmrestd 25.11 generates (`slurmrestd
+  --generate-openapi-spec -d v0.0.44`; the tests generate it, tests/slurm_openapi.py): `state` is a list
   of upper-case words (base state and flags), `features` / `partitions` are `v0.0.44_csv_string` (lists),
   `reason_changed_at` a `v0.0.44_uint64_no_val_struct` {set, infinite, number}.
 

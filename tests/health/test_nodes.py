@@ -1,7 +1,7 @@
 """slurm/health/nodes.py on both JSON shapes: the real Slurm 22.05.8 `sinfo --json` captures (openapi/v0.0.38)
-and data/nodes-v0.0.44.json, written to schema `v0.0.44_openapi_nodes_resp` / `v0.0.44_node` of
-SlinkyProject/slurm-client v1.2.1 api/v0044/slurm-openapi.gen.json (trimmed copy, with its source, in
-data/slurm-openapi-v0.0.44-nodes.json) and validated against it here."""
+and data/nodes-v0.0.44.json, written (not captured) to schema `v0.0.44_openapi_nodes_resp` / `v0.0.44_node` of
+the OpenAPI description slurmrestd 25.11 generates (the `slurmrestd_openapi` fixture, tests/slurm_openapi.py) and
+validated against it here."""
 
 from __future__ import annotations
 
@@ -15,20 +15,20 @@ from slurm.health.nodes import SlurmNode, parse_nodes
 from tests.conftest import require_module
 
 DATA = Path(__file__).parent / "data"
-SPEC = json.loads((DATA / "slurm-openapi-v0.0.44-nodes.json").read_text())
 
 
 def load(name: str) -> dict[str, Any]:
     return json.loads((DATA / name).read_text())
 
 
-def test_v0044_fixture_follows_the_schema() -> None:
+def test_v0044_fixture_follows_the_schema(slurmrestd_openapi: dict[str, Any]) -> None:
     oas30 = require_module("openapi_schema_validator", "the dev extra").OAS30Validator
     doc = load("nodes-v0.0.44.json")
-    validator = oas30({"$ref": "#/components/schemas/v0.0.44_openapi_nodes_resp", "components": SPEC["components"]})
+    components = slurmrestd_openapi["components"]
+    validator = oas30({"$ref": "#/components/schemas/v0.0.44_openapi_nodes_resp", "components": components})
     assert list(validator.iter_errors(doc)) == []
     # The schema allows extra keys; a fixture must not invent any.
-    fields = set(SPEC["components"]["schemas"]["v0.0.44_node"]["properties"])
+    fields = set(components["schemas"]["v0.0.44_node"]["properties"])
     assert all(set(node) <= fields for node in doc["nodes"])
     broken = json.loads(json.dumps(doc))
     broken["nodes"][0]["state"] = "idle"  # the 22.05 shape is not a v0.0.44 node

@@ -1,12 +1,11 @@
-"""slurm/rest_client.py's requests against slurmrestd's own OpenAPI description for data_parser v0.0.44 (Slurm
-25.11.3's, from SlinkyProject/slurm-client v1.2.1; tests/slurm/data/slurm-openapi-v0.0.44.json says where):
-each path and method exists, each body validates against its requestBody schema, and the auth headers are the
-description's security schemes."""
+"""slurm/rest_client.py's requests against slurmrestd's own OpenAPI description for data_parser v0.0.44, which
+the Slurm 25.11 build generates (the `slurmrestd_openapi` fixture, tests/slurm_openapi.py): each path and method
+exists, each body validates against its requestBody schema, and the auth headers are the description's security
+schemes."""
 
 from __future__ import annotations
 
 import ast
-import json
 import re
 import sys
 from pathlib import Path
@@ -20,63 +19,68 @@ from tests.conftest import require_module
 jsonschema = require_module("jsonschema", "the manifests extra")
 # openapi-core's schema validator: OpenAPI 3.0 schemas (nullable, $ref into components)
 OAS30Validator = require_module("openapi_schema_validator", "the dev extra").OAS30Validator
-SPEC = json.loads((Path(__file__).parent / "data" / "slurm-openapi-v0.0.44.json").read_text())
 
 
-def _operation(request: rc.Request) -> dict[str, Any]:
+@pytest.fixture
+def spec(slurmrestd_openapi: dict[str, Any]) -> dict[str, Any]:
+    return slurmrestd_openapi
+
+
+def _operation(spec: dict[str, Any], request: rc.Request) -> dict[str, Any]:
     path = request.path.split("?")[0]
-    for template, methods in SPEC["paths"].items():
+    for template, methods in spec["paths"].items():
         if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template), path) and request.method.lower() in methods:
             return methods[request.method.lower()]
     raise AssertionError(f"{request.method} {path} is not in slurmrestd's v0.0.44 description")
 
 
-def check(request: rc.Request) -> None:
-    operation = _operation(request)
+def check(spec: dict[str, Any], request: rc.Request) -> None:
+    operation = _operation(spec, request)
     if request.body is None:
         assert "requestBody" not in operation
         return
     schema = operation["requestBody"]["content"]["application/json"]["schema"]
-    validator = OAS30Validator({**schema, "components": SPEC["components"]})
+    validator = OAS30Validator({**schema, "components": spec["components"]})
     errors = list(validator.iter_errors(request.body))
     if errors:
         raise jsonschema.ValidationError("; ".join(e.message for e in errors))
 
 
-def _props(name: str) -> set[str]:
-    return set(SPEC["components"]["schemas"][name]["properties"])
+def _props(spec: dict[str, Any], name: str) -> set[str]:
+    return set(spec["components"]["schemas"][name]["properties"])
 
 
-def test_every_request_is_in_the_description_and_validates() -> None:
-    check(rc.submit_request("#!/bin/bash\nsrun hostname\n", "gpu-h100", "/shared/home/alice", account="llm",
-                            nodes=2, gpus_per_node=8, minutes=60, environment={"PATH": "/usr/bin"}))
-    check(rc.state_request(42))
-    check(rc.cancel_request(42))
+def test_every_request_is_in_the_description_and_validates(spec: dict[str, Any]) -> None:
+    check(spec, rc.submit_request("#!/bin/bash\nsrun hostname\n", "gpu-h100", "/shared/home/alice",
+                                  account="llm", nodes=2, gpus_per_node=8, minutes=60,
+                                  environment={"PATH": "/usr/bin"}))
+    check(spec, rc.state_request(42))
+    check(spec, rc.cancel_request(42))
 
 
-def test_the_job_fields_are_the_descriptions() -> None:
+def test_the_job_fields_are_the_descriptions(spec: dict[str, Any]) -> None:
     body = rc.submit_request("#!/bin/bash\n", "p", "/tmp", account="a", gpus_per_node=1, minutes=5).body
-    assert body is not None and set(body) <= _props("v0.0.44_job_submit_req")
-    assert set(body["job"]) <= _props("v0.0.44_job_desc_msg")
+    assert body is not None and set(body) <= _props(spec, "v0.0.44_job_submit_req")
+    assert set(body["job"]) <= _props(spec, "v0.0.44_job_desc_msg")
 
 
-def test_a_wrong_body_fails_the_schema() -> None:
+def test_a_wrong_body_fails_the_schema(spec: dict[str, Any]) -> None:
     bad = rc.submit_request("#!/bin/bash\n", "p", "/tmp", minutes=5)
     assert bad.body is not None
     bad.body["job"]["time_limit"] = "60"  # v0.0.44 wants a uint32_no_val_struct
     with pytest.raises(jsonschema.ValidationError):
-        check(bad)
+        check(spec, bad)
     with pytest.raises(AssertionError, match="not in slurmrestd"):
-        check(rc.Request("POST", "/slurm/v0.0.44/jobs/submit", {}))
+        check(spec, rc.Request("POST", "/slurm/v0.0.44/jobs/submit", {}))
 
 
-def test_headers_are_the_security_schemes() -> None:
-    schemes = SPEC["components"]["securitySchemes"]
+def test_headers_are_the_security_schemes(spec: dict[str, Any]) -> None:
+    schemes = spec["components"]["securitySchemes"]
     assert set(rc.headers("alice", "t")) >= {schemes["user"]["name"], schemes["token"]["name"]}
 
 
-def test_finished_states_are_job_states() -> None:
-    states = set(SPEC["components"]["schemas"]["v0.0.44_job_info"]["properties"]["job_state"]["items"]["enum"])
+def test_finished_states_are_job_states(spec: dict[str, Any]) -> None:
+    states = set(spec["components"]["schemas"]["v0.0.44_job_info"]["properties"]["job_state"]["items"]["enum"])
     assert states >= rc.FINISHED
 
 
