@@ -12,6 +12,7 @@ import importlib
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
@@ -121,15 +122,21 @@ def _local_slurm_unavailable() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def local_slurm() -> local.ClusterStatus:
+def local_slurm() -> Iterator[local.ClusterStatus]:
+    """The local Slurm for the `slurm` tests. What the session started it stops at the end, so the machine is left
+    as found: a cluster left running would hold Slurm's ports, and the next run from another checkout (CI's fresh
+    clone) would be refused. A cluster that was already running (a developer's) is left running."""
     reason = _local_slurm_unavailable()
     if reason:
         unavailable(reason)
     try:
-        return local.up()
+        status = local.up()
     except local.LocalSlurmError as exc:
         unavailable(f"the local Slurm did not come up: {exc}")
         raise
+    yield status
+    if status.started:
+        local.down(status.state_dir)
 
 
 @pytest.fixture(autouse=True)
