@@ -20,7 +20,7 @@ def jupyterhub_profiles(c: ClusterConfig) -> Iterator[Found]:
         pool = c.kubernetes_pools.get(profile.pool)
         if pool is None:
             yield Found(f"{where}.pool", profile.pool, "not a Kubernetes pool: notebooks never run on Slurm's "
-                          "partitions", f"use one of kubernetesPools ({', '.join(c.kubernetes_pools) or 'none'})")
+                        "partitions", f"use one of kubernetesPools ({', '.join(c.kubernetes_pools) or 'none'})")
             continue
         types = known_types(pool)
         if not types:
@@ -29,12 +29,12 @@ def jupyterhub_profiles(c: ClusterConfig) -> Iterator[Found]:
         if node.accelerator == "none" or profile.devices > node.accelerators:
             have = f"{node.accelerators} {node.accelerator_model}" if node.accelerators else "no accelerator"
             yield Found(f"{where}.devices", profile.devices, f"pool {profile.pool}'s {node.name} has {have} "
-                          "per node: the notebook would never be scheduled",
-                          f"ask for 1 to {node.accelerators} devices, or pick a pool with more"
-                          if node.accelerators else "pick a GPU or Trainium pool")
+                        "per node: the notebook would never be scheduled",
+                        f"ask for 1 to {node.accelerators} devices, or pick a pool with more"
+                        if node.accelerators else "pick a GPU or Trainium pool")
     if hub and sum(p.default for p in hub.profiles.values()) > 1:
         yield Found("addons.jupyterhub.profiles", [s for s, p in hub.profiles.items() if p.default],
-                      "more than one profile is the default", "mark one profile `default: true`")
+                    "more than one profile is the default", "mark one profile `default: true`")
 
 
 @rule("jupyterhub-auth")
@@ -48,22 +48,22 @@ def jupyterhub_auth(c: ClusterConfig) -> Iterator[Found]:
     if mode != "ldap" and hub.oidc is None:
         who = "declared users" if mode == "users" else "no people"
         yield Found("addons.jupyterhub.oidc", None, f"slurm.identity has {who} and no passwords: nobody could "
-                      "sign in to the hub",
-                      "add addons.jupyterhub.oidc (your identity provider), whose usernames are the Slurm names")
+                    "sign in to the hub",
+                    "add addons.jupyterhub.oidc (your identity provider), whose usernames are the Slurm names")
     if mode == "ldap" and hub.oidc is not None:
         yield Found("addons.jupyterhub.oidc", "set", "slurm.identity.ldap is the identity source: the hub binds "
-                      "to it", "remove addons.jupyterhub.oidc")
+                    "to it", "remove addons.jupyterhub.oidc")
     ldap = c.slurm.identity.ldap
     if mode == "ldap" and ldap and ldap.bind_password and not ldap.bind_password.startswith("k8s:"):
         yield Found("slurm.identity.ldap.bindPassword", ldap.bind_password, "the hub reads its bind password "
-                      "from a Kubernetes Secret only",
-                      "use k8s:<secret>/<key> (the Secret in namespace jupyterhub too)")
+                    "from a Kubernetes Secret only",
+                    "use k8s:<secret>/<key> (the Secret in namespace jupyterhub too)")
     if mode == "ldap" and ldap and ldap.allow_groups:
         # sssd admits by group name (simple_allow_groups); ldapauthenticator 2.0.2's allowed_groups takes group DNs,
         # which the stack does not know: the hub would admit every directory user to the GPU pools.
         yield Found("slurm.identity.ldap.allowGroups", ldap.allow_groups, "Slurm logins are limited to these "
-                      "groups, but the hub cannot check group names: every directory user could start a notebook",
-                      "leave allowGroups empty, or turn addons.jupyterhub off until the hub can check the groups")
+                    "groups, but the hub cannot check group names: every directory user could start a notebook",
+                    "leave allowGroups empty, or turn addons.jupyterhub off until the hub can check the groups")
 
 
 @rule("jupyterhub-exposure")
@@ -73,7 +73,7 @@ def jupyterhub_exposure(c: ClusterConfig) -> Iterator[Found]:
         net = ipaddress.ip_network(cidr)
         if str(net) in WORLD_CIDRS or net.prefixlen < 8:
             yield Found(f"addons.jupyterhub.exposure.allowedCidrs[{i}]", cidr, "the hub is never exposed to the "
-                          "internet", "list your office or VPN ranges")
+                        "internet", "list your office or VPN ranges")
 
 
 @rule("gitops-repo")
@@ -83,9 +83,9 @@ def gitops_repo(c: ClusterConfig) -> Iterator[Found]:
         return
     if not (HTTPS_URL.match(g.repo_url) or SSH_URL.match(g.repo_url)):
         yield Found("gitops.repoURL", g.repo_url, "Argo CD clones over HTTPS or SSH only (no http://, file:// "
-                      "or local paths)", "https://git.example.com/org/repo.git or git@git.example.com:org/repo.git")
+                    "or local paths)", "https://git.example.com/org/repo.git or git@git.example.com:org/repo.git")
     if g.path.startswith("/") or ".." in g.path.split("/"):
         yield Found("gitops.path", g.path, "a path inside the repository", "e.g. clusters/prod (no leading "
-                      "/ and no ..)")
+                    "/ and no ..)")
     if not g.target_revision.strip() or any(ch.isspace() for ch in g.target_revision):
         yield Found("gitops.targetRevision", g.target_revision, "not a branch, tag or commit", "e.g. main")

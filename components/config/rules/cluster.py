@@ -31,11 +31,11 @@ def kubernetes_version(c: ClusterConfig) -> Iterator[Found]:
     version = _kubernetes_minor(c.kubernetes_version)
     if version is None:
         yield Found("kubernetesVersion", c.kubernetes_version, "not a Kubernetes minor version",
-                      'quote it as a string like "1.33" (YAML reads 1.30 as the number 1.3)')
+                    'quote it as a string like "1.33" (YAML reads 1.30 as the number 1.3)')
     elif version < MIN_KUBERNETES:
         yield Found("kubernetesVersion", c.kubernetes_version,
-                      "Slinky slurm-operator 1.2.x supports Kubernetes 1.29 and newer only",
-                      'use "1.29" or newer (EKS standard support: see `slurm-eks preflight`)')
+                    "Slinky slurm-operator 1.2.x supports Kubernetes 1.29 and newer only",
+                    'use "1.29" or newer (EKS standard support: see `slurm-eks preflight`)')
 
 
 @rule("kubernetes-version-pinned")
@@ -43,17 +43,17 @@ def kubernetes_version_pinned(c: ClusterConfig) -> Iterator[Found]:
     """A Kubernetes version is deployable once its EKS add-on versions are pinned (and so checked)."""
     if _kubernetes_minor(c.kubernetes_version) is not None and c.kubernetes_version not in ADDON_VERSIONS:
         yield Found("kubernetesVersion", c.kubernetes_version,
-                      f"no pinned EKS add-on versions for it (this release pins {', '.join(ADDON_VERSIONS)})",
-                      "use a pinned version, or add its row to components/config/addon_versions.py from the EKS user "
-                      "guide's add-on tables, with a nodeImage.release for it")
+                    f"no pinned EKS add-on versions for it (this release pins {', '.join(ADDON_VERSIONS)})",
+                    "use a pinned version, or add its row to components/config/addon_versions.py from the EKS user "
+                    "guide's add-on tables, with a nodeImage.release for it")
 
 
 @rule("cluster-name")
 def cluster_name(c: ClusterConfig) -> Iterator[Found]:
     if c.cluster_name is not None and not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{0,37}", c.cluster_name):
         yield Found("clusterName", c.cluster_name,
-                      "EKS cluster names start with a letter and hold letters, digits and '-'",
-                      "use up to 38 characters such as ml-training-prod (room for derived IAM names)")
+                    "EKS cluster names start with a letter and hold letters, digits and '-'",
+                    "use up to 38 characters such as ml-training-prod (room for derived IAM names)")
 
 
 @rule("admin-role-arn")
@@ -61,7 +61,7 @@ def admin_role_arns(c: ClusterConfig) -> Iterator[Found]:
     for i, arn in enumerate(c.admin_role_arns):
         if not re.fullmatch(r"arn:aws[a-z-]*:iam::\d{12}:role/.+", arn):
             yield Found(f"adminRoleArns[{i}]", arn, "not an IAM role ARN",
-                          "use arn:aws:iam::<account>:role/<name>")
+                        "use arn:aws:iam::<account>:role/<name>")
 
 
 # An EKS managed node group AMI release version: `<kubernetes major.minor.patch>-<YYYYMMDD>`, as
@@ -75,18 +75,18 @@ def node_image_release(c: ClusterConfig) -> Iterator[Found]:
     match = NODE_IMAGE_RELEASE.match(release)
     if match is None:
         yield Found("nodeImage.release", release, "not an EKS AL2023 AMI release version",
-                      "use <kubernetes patch>-<YYYYMMDD> as awslabs/amazon-eks-ami's CHANGELOG lists it for your "
-                      "Kubernetes version, e.g. 1.33.13-20260714")
+                    "use <kubernetes patch>-<YYYYMMDD> as awslabs/amazon-eks-ami's CHANGELOG lists it for your "
+                    "Kubernetes version, e.g. 1.33.13-20260714")
     elif match.group(1) != c.kubernetes_version:
         yield Found("nodeImage.release", release,
-                      f"an AMI for Kubernetes {match.group(1)}, but kubernetesVersion is {c.kubernetes_version}",
-                      f"pick the {c.kubernetes_version} release version of the same AMI release in awslabs/"
-                      "amazon-eks-ami's CHANGELOG")
+                    f"an AMI for Kubernetes {match.group(1)}, but kubernetesVersion is {c.kubernetes_version}",
+                    f"pick the {c.kubernetes_version} release version of the same AMI release in awslabs/"
+                    "amazon-eks-ami's CHANGELOG")
 
 
 @rule("login-nodes")
 def login_nodes(c: ClusterConfig) -> Iterator[Found]:
     if c.login_nodes.max_size < c.login_nodes.min_size:
         yield Found("loginNodes.maxSize", c.login_nodes.max_size,
-                      f"below loginNodes.minSize ({c.login_nodes.min_size})",
-                      "set maxSize to at least minSize")
+                    f"below loginNodes.minSize ({c.login_nodes.min_size})",
+                    "set maxSize to at least minSize")

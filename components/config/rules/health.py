@@ -14,7 +14,7 @@ def health_active_checks(c: ClusterConfig) -> Iterator[Found]:
     for name in c.health.active_checks.partitions:
         if name not in c.partitions:
             yield Found(f"health.activeChecks.partitions.{name}", name, "no such partition",
-                          f"use one of {', '.join(c.partitions)}")
+                        f"use one of {', '.join(c.partitions)}")
     if HEALTH_ACCOUNT in c.slurm.accounts:
         yield Found(f"slurm.accounts.{HEALTH_ACCOUNT}", HEALTH_ACCOUNT, "the account the active checks' probes "
-                      "run under (the stack makes it when it declares accounts)", "name your account differently")
+                    "run under (the stack makes it when it declares accounts)", "name your account differently")

@@ -19,10 +19,10 @@ def key_findings(path: str, keys: list[str]) -> Iterator[Found]:
     for i, key in enumerate(keys):
         if "PRIVATE KEY" in key:
             yield Found(f"{path}[{i}]", "[a private key]", "this is a PRIVATE key: never put it in a stack file",
-                          "remove it now, rotate it, and list the matching public key (~/.ssh/id_*.pub)")
+                        "remove it now, rotate it, and list the matching public key (~/.ssh/id_*.pub)")
         elif not SSH_KEY.match(key.strip()):
             yield Found(f"{path}[{i}]", key[:40], "not an OpenSSH public key",
-                          "paste one line of ~/.ssh/id_ed25519.pub")
+                        "paste one line of ~/.ssh/id_ed25519.pub")
 
 
 @rule("login-ssh-keys")
@@ -34,4 +34,4 @@ def login_ssh_keys(c: ClusterConfig) -> Iterator[Found]:
 def login_no_keys(c: ClusterConfig) -> Iterator[Found]:
     if c.slurm.login.replicas and not c.slurm.login.root_ssh_keys and c.slurm.identity.mode == "none":
         yield Found("slurm.identity", {}, "no users and no directory: nobody can log in to the login pods",
-                      "declare people under slurm.identity.users (or slurm.identity.ldap)")
+                    "declare people under slurm.identity.users (or slurm.identity.ldap)")

@@ -16,19 +16,19 @@ def network_source(c: ClusterConfig) -> Iterator[Found]:
     n = c.network
     if n.vpc_cidr and n.vpc_id:
         yield Found("network", {"vpcCidr": n.vpc_cidr, "vpcId": n.vpc_id},
-                      "both a new VPC (vpcCidr) and an existing one (vpcId) are set",
-                      "keep vpcCidr to create a VPC, or vpcId + privateSubnetIds to use yours")
+                    "both a new VPC (vpcCidr) and an existing one (vpcId) are set",
+                    "keep vpcCidr to create a VPC, or vpcId + privateSubnetIds to use yours")
     elif not n.vpc_cidr and not n.vpc_id:
         yield Found("network", None, "no network: neither vpcCidr nor vpcId is set",
-                      "set network.vpcCidr (e.g. 10.0.0.0/16) or network.vpcId + network.privateSubnetIds")
+                    "set network.vpcCidr (e.g. 10.0.0.0/16) or network.vpcId + network.privateSubnetIds")
     elif n.vpc_id and len(n.private_subnet_ids) < 2:
         yield Found("network.privateSubnetIds", n.private_subnet_ids,
-                      "EKS needs private subnets in at least two availability zones",
-                      "list the IDs of two or more private subnets of the VPC")
+                    "EKS needs private subnets in at least two availability zones",
+                    "list the IDs of two or more private subnets of the VPC")
     elif n.vpc_cidr and n.private_subnet_ids:
         yield Found("network.privateSubnetIds", n.private_subnet_ids,
-                      "subnet IDs are only used with an existing VPC (vpcId)",
-                      "remove privateSubnetIds, or replace vpcCidr by vpcId")
+                    "subnet IDs are only used with an existing VPC (vpcId)",
+                    "remove privateSubnetIds, or replace vpcCidr by vpcId")
 
 
 @rule("vpc-cidr-size")
@@ -37,8 +37,8 @@ def vpc_cidr_size(c: ClusterConfig) -> Iterator[Found]:
         net = ipaddress.ip_network(c.network.vpc_cidr)
         if net.version != 4 or not 16 <= net.prefixlen <= 20:
             yield Found("network.vpcCidr", c.network.vpc_cidr,
-                          "the VPC must be an IPv4 block between /16 and /20: every pod takes a VPC address",
-                          "use a block such as 10.0.0.0/16")
+                        "the VPC must be an IPv4 block between /16 and /20: every pod takes a VPC address",
+                        "use a block such as 10.0.0.0/16")
 
 
 @rule("availability-zones")
@@ -47,20 +47,20 @@ def availability_zones(c: ClusterConfig) -> Iterator[Found]:
     if not c.network.vpc_cidr:
         if zones:
             yield Found("network.availabilityZones", zones,
-                          "zones come from the existing subnets when vpcId is set",
-                          "remove availabilityZones")
+                        "zones come from the existing subnets when vpcId is set",
+                        "remove availabilityZones")
         return
     if len(zones) < 2 or len(set(zones)) != len(zones):
         yield Found("network.availabilityZones", zones,
-                      "a new VPC needs two or more distinct availability zones (EKS requires two)",
-                      f"list zones such as [{c.region}a, {c.region}b, {c.region}c]")
+                    "a new VPC needs two or more distinct availability zones (EKS requires two)",
+                    f"list zones such as [{c.region}a, {c.region}b, {c.region}c]")
     if len(zones) > 7:
         yield Found("network.availabilityZones", zones, "at most 7 zones fit the subnet layout",
-                      "list 2 to 7 zones")
+                    "list 2 to 7 zones")
     for i, zone in enumerate(zones):
         if not re.fullmatch(re.escape(c.region) + r"[a-z]", zone):
             yield Found(f"network.availabilityZones[{i}]", zone, f"not a zone of region {c.region}",
-                          f"use a zone name such as {c.region}a")
+                        f"use a zone name such as {c.region}a")
 
 
 @rule("efa-zone")
@@ -70,14 +70,14 @@ def efa_zone(c: ClusterConfig) -> Iterator[Found]:
     if efa and not zone:
         names = ", ".join(efa)
         yield Found("network.efaAvailabilityZone", None,
-                      f"node groups with efa: true ({names}) need one zone: EFA traffic does not cross zones",
-                      "set network.efaAvailabilityZone to the zone that holds your capacity")
+                    f"node groups with efa: true ({names}) need one zone: EFA traffic does not cross zones",
+                    "set network.efaAvailabilityZone to the zone that holds your capacity")
     if zone and c.network.vpc_cidr and zone not in c.network.availability_zones:
         yield Found("network.efaAvailabilityZone", zone, "not one of network.availabilityZones",
-                      f"use one of {c.network.availability_zones}")
+                    f"use one of {c.network.availability_zones}")
     if zone and not zone.startswith(c.region):
         yield Found("network.efaAvailabilityZone", zone, f"not a zone of region {c.region}",
-                      f"use a zone such as {c.region}a")
+                    f"use a zone such as {c.region}a")
 
 
 
@@ -89,19 +89,19 @@ def api_deployer(c: ClusterConfig) -> Iterator[Found]:
     if deployer is None:
         if not net.api_public_cidrs:
             yield Found("network.deployer", None,
-                          "the EKS API endpoint is private and nothing says where `pulumi up` runs: from a "
-                          "laptop or a hosted CI runner every Helm release and Kubernetes object would fail",
-                          "add network.deployer: {via: public, cidrs: [<your CI/office range>]}, or {via: vpc, "
-                          "cidrs: [...]} for a runner inside the VPC (docs/operating.md, Deploying privately)")
+                        "the EKS API endpoint is private and nothing says where `pulumi up` runs: from a "
+                        "laptop or a hosted CI runner every Helm release and Kubernetes object would fail",
+                        "add network.deployer: {via: public, cidrs: [<your CI/office range>]}, or {via: vpc, "
+                        "cidrs: [...]} for a runner inside the VPC (docs/operating.md, Deploying privately)")
         return
     if deployer.via == "vpc" and net.creates_vpc:
         yield Found("network.deployer.via", "vpc",
-                      "a deployer inside the VPC cannot exist before the `pulumi up` that creates the VPC",
-                      "deploy into an existing VPC (network.vpcId) that holds the runner, or use via: public")
+                    "a deployer inside the VPC cannot exist before the `pulumi up` that creates the VPC",
+                    "deploy into an existing VPC (network.vpcId) that holds the runner, or use via: public")
     for i, cidr in enumerate(deployer.cidrs):
         if cidr in WORLD_CIDRS:
             yield Found(f"network.deployer.cidrs[{i}]", cidr, "the whole internet is not a deployer",
-                          "list the CI runner's or office's range")
+                        "list the CI runner's or office's range")
 
 
 # CloudWatch Logs PutRetentionPolicy: the retentionInDays values it accepts (CloudWatch Logs API Reference).
@@ -115,4 +115,4 @@ def flow_log_retention(c: ClusterConfig) -> Iterator[Found]:
     if days not in LOG_RETENTION_DAYS:
         nearest = min(LOG_RETENTION_DAYS, key=lambda d: (abs(d - days), d))
         yield Found("network.flowLogRetentionDays", days, "CloudWatch Logs does not accept this retention",
-                      f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}; nearest: {nearest}")
+                    f"use one of {', '.join(map(str, LOG_RETENTION_DAYS))}; nearest: {nearest}")

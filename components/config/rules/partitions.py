@@ -16,9 +16,9 @@ def partition_name(c: ClusterConfig) -> Iterator[Found]:
     for name in c.partitions:
         if not K8S_NAME.match(name) or len(name) > MAX_PARTITION_NAME:
             yield Found(f"partitions.{name}", name,
-                          "partition names become Slurm partitions and Kubernetes object names",
-                          f"use lowercase letters, digits and '-' (at most {MAX_PARTITION_NAME}), "
-                          "starting and ending with a letter or digit, e.g. gpu-h100")
+                        "partition names become Slurm partitions and Kubernetes object names",
+                        f"use lowercase letters, digits and '-' (at most {MAX_PARTITION_NAME}), "
+                        "starting and ending with a letter or digit, e.g. gpu-h100")
 
 
 @rule("instance-type-known")
@@ -29,8 +29,8 @@ def instance_type_known(c: ClusterConfig) -> Iterator[Found]:
                 near = catalog.nearest_instance_types(t)
                 hint = f"did you mean {' or '.join(near)}?" if near else ""
                 yield Found(f"{where}.instanceTypes[{i}]", t,
-                              "not in the instance catalog (components/catalog.py)",
-                              f"{hint} known: {', '.join(catalog.CATALOG)}".strip())
+                            "not in the instance catalog (components/catalog.py)",
+                            f"{hint} known: {', '.join(catalog.CATALOG)}".strip())
 
 
 @rule("partition-accelerators")
@@ -40,8 +40,8 @@ def partition_accelerators(c: ClusterConfig) -> Iterator[Found]:
         if len(kinds) > 1:
             seen = ", ".join(f"{t.name}={t.accelerators}x{t.accelerator_model}" for t in known_types(p))
             yield Found(f"{where}.instanceTypes", p.instance_types,
-                          f"mixes accelerators ({seen}): a partition or pool is one kind and count per node",
-                          "split these instance types into separate partitions (or pools)")
+                        f"mixes accelerators ({seen}): a partition or pool is one kind and count per node",
+                        "split these instance types into separate partitions (or pools)")
 
 
 @rule("efa-supported")
@@ -51,7 +51,7 @@ def efa_supported(c: ClusterConfig) -> Iterator[Found]:
             lacking = [t.name for t in known_types(p) if not t.has_efa]
             if lacking:
                 yield Found(f"{where}.efa", True, f"{', '.join(lacking)} has no EFA interface",
-                              "set efa: false, or use instance types with EFA (p4d, p5, trn1, ...)")
+                            "set efa: false, or use instance types with EFA (p4d, p5, trn1, ...)")
 
 
 @rule("efa-interface-count", "warning")
@@ -60,8 +60,8 @@ def efa_interface_count(c: ClusterConfig) -> Iterator[Found]:
         counts = sorted({t.efa_interfaces for t in known_types(p)})
         if p.efa and len(counts) > 1:
             yield Found(f"{where}.instanceTypes", p.instance_types,
-                          f"EFA interface counts differ ({counts}); each node requests {counts[0]}",
-                          "split the types into partitions to use every interface")
+                        f"EFA interface counts differ ({counts}); each node requests {counts[0]}",
+                        "split the types into partitions to use every interface")
 
 
 @rule("efa-capacity-type")
@@ -69,8 +69,8 @@ def efa_capacity_type(c: ClusterConfig) -> Iterator[Found]:
     for where, p in node_groups(c):
         if p.efa and p.capacity_type == "spot":
             yield Found(f"{where}.capacityType", "spot",
-                          "a multi-node EFA job loses every rank when one spot node is reclaimed",
-                          "use on-demand, reserved or capacity-block for EFA partitions")
+                        "a multi-node EFA job loses every rank when one spot node is reclaimed",
+                        "use on-demand, reserved or capacity-block for EFA partitions")
 
 
 @rule("node-counts")
@@ -78,12 +78,12 @@ def node_counts(c: ClusterConfig) -> Iterator[Found]:
     for where, p in node_groups(c):
         if p.min_nodes > p.max_nodes:
             yield Found(f"{where}.minNodes", p.min_nodes,
-                          f"minNodes is larger than maxNodes ({p.max_nodes})",
-                          "keep 0 <= minNodes <= maxNodes")
+                        f"minNodes is larger than maxNodes ({p.max_nodes})",
+                        "keep 0 <= minNodes <= maxNodes")
         if p.max_nodes == 0:
             noun = "partition" if where.startswith("partitions.") else "pool"
             yield Found(f"{where}.maxNodes", 0, f"a {noun} that can never have a node",
-                          "set maxNodes >= 1, or remove it")
+                        "set maxNodes >= 1, or remove it")
 
 
 @rule("capacity-reservations")
@@ -92,17 +92,17 @@ def capacity_reservations(c: ClusterConfig) -> Iterator[Found]:
         if p.reserved and not p.capacity_reservation_ids:
             what = "capacity reservations" if p.capacity_type == "reserved" else "capacity reservations of its blocks"
             yield Found(f"{where}.capacityReservationIds", [],
-                          f"capacityType {p.capacity_type} needs the {what} to launch into",
-                          "list them, e.g. capacityReservationIds: [cr-0123456789abcdef0]")
+                        f"capacityType {p.capacity_type} needs the {what} to launch into",
+                        "list them, e.g. capacityReservationIds: [cr-0123456789abcdef0]")
         for i, cr in enumerate(p.capacity_reservation_ids):
             if not re.fullmatch(r"cr-[0-9a-f]{8,17}", cr):
                 yield Found(f"{where}.capacityReservationIds[{i}]", cr,
-                              "not a capacity reservation ID", "use an ID such as cr-0123456789abcdef0")
+                            "not a capacity reservation ID", "use an ID such as cr-0123456789abcdef0")
         if p.capacity_reservation_ids and not p.reserved:
             yield Found(f"{where}.capacityType", p.capacity_type,
-                          "capacity reservations are listed but capacityType is not reserved",
-                          "set capacityType: reserved (On-Demand Capacity Reservations) or capacity-block (Capacity "
-                          "Blocks for ML), or remove capacityReservationIds")
+                        "capacity reservations are listed but capacityType is not reserved",
+                        "set capacityType: reserved (On-Demand Capacity Reservations) or capacity-block (Capacity "
+                        "Blocks for ML), or remove capacityReservationIds")
 
 
 # The catalog's types that EC2 sells as Capacity Blocks for ML ("Capacity Blocks are currently available for
@@ -127,14 +127,14 @@ def capacity_block(c: ClusterConfig) -> Iterator[Found]:
             continue
         if len(p.instance_types) != 1:
             yield Found(f"{where}.instanceTypes", p.instance_types,
-                          "a Capacity Block holds instances of one type: the other types could never launch",
-                          f"keep the block's type only (instanceTypes: [{p.instance_types[0]}]), or split the types "
-                          "into partitions with a block each")
+                        "a Capacity Block holds instances of one type: the other types could never launch",
+                        f"keep the block's type only (instanceTypes: [{p.instance_types[0]}]), or split the types "
+                        "into partitions with a block each")
         for i, t in enumerate(p.instance_types):
             if t in catalog.CATALOG and t not in CAPACITY_BLOCK_TYPES:
                 yield Found(f"{where}.instanceTypes[{i}]", t, "EC2 sells no Capacity Blocks of this type",
-                              f"use one of {', '.join(sorted(CAPACITY_BLOCK_TYPES))}, or capacityType on-demand "
-                              "or reserved")
+                            f"use one of {', '.join(sorted(CAPACITY_BLOCK_TYPES))}, or capacityType on-demand "
+                            "or reserved")
 
 
 @rule("default-partition")
@@ -142,7 +142,7 @@ def default_partition(c: ClusterConfig) -> Iterator[Found]:
     marked = [name for name, p in c.partitions.items() if p.default]
     if len(marked) > 1:
         yield Found("partitions", marked, "more than one partition has default: true",
-                      "mark exactly one partition default: true")
+                    "mark exactly one partition default: true")
     if not marked and len(c.partitions) > 1:
         yield Found("partitions", list(c.partitions), "no partition has default: true",
-                      "mark the partition that sbatch uses without -p as default: true")
+                    "mark the partition that sbatch uses without -p as default: true")

@@ -19,9 +19,9 @@ def slurm_version(c: ClusterConfig) -> Iterator[Found]:
     m = re.fullmatch(r"(\d+)\.(\d+)(\.\d+)?", version)
     if not m or (int(m.group(1)), int(m.group(2))) < MIN_SLURM:
         yield Found("slurm.version", version, "Slinky 1.2.x runs Slurm 25.11 and newer only",
-                      'use "25.11" (or a patch release such as "25.11.6"), quoted')
+                    'use "25.11" (or a patch release such as "25.11.6"), quoted')
     elif release_series(version) not in SERIES:
         yield Found("slurm.version", version, f"Slinky publishes no images for Slurm {release_series(version)}",
-                      f"use one of {', '.join(SERIES)}, or set every slurm.images entry yourself")
+                    f"use one of {', '.join(SERIES)}, or set every slurm.images entry yourself")
 
 

@@ -23,8 +23,8 @@ def fsx_capacity(c: ClusterConfig) -> Iterator[Found]:
     fsx = c.storage.fsx
     if fsx.capacity_gib not in (1200, 2400) and fsx.capacity_gib % 2400:
         yield Found("storage.fsx.capacityGiB", fsx.capacity_gib,
-                      f"{fsx.deployment_type} (SSD) accepts 1200, 2400, or a multiple of 2400 GiB",
-                      f"use 1200, 2400, 4800, 7200, ...; nearest: {_nearest_capacity(fsx.capacity_gib)}")
+                    f"{fsx.deployment_type} (SSD) accepts 1200, 2400, or a multiple of 2400 GiB",
+                    f"use 1200, 2400, 4800, 7200, ...; nearest: {_nearest_capacity(fsx.capacity_gib)}")
 
 
 def _nearest_capacity(gib: int) -> int:
@@ -38,12 +38,12 @@ def fsx_throughput(c: ClusterConfig) -> Iterator[Found]:
     allowed = FSX_THROUGHPUT.get(fsx.deployment_type)
     if allowed is None and fsx.throughput_per_tib is not None:
         yield Found("storage.fsx.throughputPerTiB", fsx.throughput_per_tib,
-                      f"{fsx.deployment_type} has a fixed throughput (200 MB/s per TiB)",
-                      "remove throughputPerTiB, or use deploymentType PERSISTENT_2")
+                    f"{fsx.deployment_type} has a fixed throughput (200 MB/s per TiB)",
+                    "remove throughputPerTiB, or use deploymentType PERSISTENT_2")
     if allowed and fsx.throughput_per_tib not in allowed:
         yield Found("storage.fsx.throughputPerTiB", fsx.throughput_per_tib,
-                      f"{fsx.deployment_type} needs a throughput per TiB of {', '.join(map(str, allowed))}",
-                      "set throughputPerTiB to one of those (MB/s per TiB of storage)")
+                    f"{fsx.deployment_type} needs a throughput per TiB of {', '.join(map(str, allowed))}",
+                    "set throughputPerTiB to one of those (MB/s per TiB of storage)")
 
 
 @rule("fsx-repositories")
@@ -51,28 +51,28 @@ def fsx_repositories(c: ClusterConfig) -> Iterator[Found]:
     fsx = c.storage.fsx
     if fsx.repositories and fsx.deployment_type != "PERSISTENT_2":
         yield Found("storage.fsx.repositories", [r.path for r in fsx.repositories],
-                      "S3 data repository associations need a PERSISTENT_2 file system",
-                      "use deploymentType PERSISTENT_2, or remove repositories")
+                    "S3 data repository associations need a PERSISTENT_2 file system",
+                    "use deploymentType PERSISTENT_2, or remove repositories")
     if len(fsx.repositories) > FSX_MAX_REPOSITORIES:
         yield Found("storage.fsx.repositories", len(fsx.repositories),
-                      f"a file system holds at most {FSX_MAX_REPOSITORIES} data repository associations",
-                      "merge prefixes into fewer repositories")
+                    f"a file system holds at most {FSX_MAX_REPOSITORIES} data repository associations",
+                    "merge prefixes into fewer repositories")
     paths: list[str] = []
     for i, repo in enumerate(fsx.repositories):
         where = f"storage.fsx.repositories[{i}]"
         if not re.fullmatch(r"/[A-Za-z0-9._/-]*[A-Za-z0-9._-]", repo.path) or "//" in repo.path:
             yield Found(f"{where}.path", repo.path, "not an absolute directory path in the file system",
-                          "use a path such as /data (no trailing slash)")
+                        "use a path such as /data (no trailing slash)")
         for other in paths:
             if repo.path == other or repo.path.startswith(other + "/") or other.startswith(repo.path + "/"):
                 yield Found(f"{where}.path", repo.path, f"overlaps the repository at {other}",
-                              "give each repository its own directory, not nested in another")
+                            "give each repository its own directory, not nested in another")
         paths.append(repo.path)
         if not S3_URI.match(repo.s3):
             yield Found(f"{where}.s3", repo.s3, "not an S3 URI", "use s3://bucket/prefix")
         if not repo.import_events and not repo.export_events:
             yield Found(where, repo.path, "neither import nor export events: the link would never sync",
-                          "add import: [NEW, CHANGED, DELETED] and/or export: [NEW, CHANGED, DELETED]")
+                        "add import: [NEW, CHANGED, DELETED] and/or export: [NEW, CHANGED, DELETED]")
 
 
 @rule("fsx-backups")
@@ -82,12 +82,12 @@ def fsx_backups(c: ClusterConfig) -> Iterator[Found]:
     if not fsx.deployment_type.startswith("PERSISTENT"):
         if fsx.automatic_backup_retention_days:
             yield Found(path, fsx.automatic_backup_retention_days,
-                          f"{fsx.deployment_type} file systems take no backups (FSx backs up PERSISTENT only)",
-                          "remove automaticBackupRetentionDays, or use deploymentType PERSISTENT_2")
+                        f"{fsx.deployment_type} file systems take no backups (FSx backs up PERSISTENT only)",
+                        "remove automaticBackupRetentionDays, or use deploymentType PERSISTENT_2")
     elif not fsx.automatic_backup_retention_days:
         yield Found(path, fsx.automatic_backup_retention_days,
-                      "a persistent file system without automatic backups: a deleted file is gone for good",
-                      "keep at least 1 day (the default is 7)")
+                    "a persistent file system without automatic backups: a deleted file is gone for good",
+                    "keep at least 1 day (the default is 7)")
 
 
 @rule("fsx-export-deletes")
@@ -95,9 +95,9 @@ def fsx_export_deletes(c: ClusterConfig) -> Iterator[Found]:
     for i, repo in enumerate(c.storage.fsx.repositories):
         if "DELETED" in repo.export_events:
             yield Found(f"storage.fsx.repositories[{i}].export", list(repo.export_events),
-                          f"export DELETED makes every file removed under {repo.path} (a pruned checkpoint, an rm "
-                          f"by mistake) delete its object in {repo.s3}: S3 would lose the only other copy",
-                          "export [NEW, CHANGED] only, and prune S3 with a lifecycle rule if it must shrink")
+                        f"export DELETED makes every file removed under {repo.path} (a pruned checkpoint, an rm "
+                        f"by mistake) delete its object in {repo.s3}: S3 would lose the only other copy",
+                        "export [NEW, CHANGED] only, and prune S3 with a lifecycle rule if it must shrink")
 
 
 @rule("efs-throughput")
@@ -110,12 +110,12 @@ def efs_throughput(c: ClusterConfig) -> Iterator[Found]:
     rate = efs.provisioned_throughput_mibps
     if efs.throughput_mode == "provisioned" and rate is None:
         yield Found("storage.efs.provisionedThroughputMibps", None,
-                      "throughputMode provisioned needs the rate to provision",
-                      "set provisionedThroughputMibps (MiB/s), or use throughputMode elastic")
+                    "throughputMode provisioned needs the rate to provision",
+                    "set provisionedThroughputMibps (MiB/s), or use throughputMode elastic")
     elif efs.throughput_mode != "provisioned" and rate is not None:
         yield Found("storage.efs.provisionedThroughputMibps", rate,
-                      f"throughputMode {efs.throughput_mode} takes no provisioned rate",
-                      "remove provisionedThroughputMibps, or use throughputMode provisioned")
+                    f"throughputMode {efs.throughput_mode} takes no provisioned rate",
+                    "remove provisionedThroughputMibps, or use throughputMode provisioned")
 
 
 @rule("efs-performance-mode", "warning")
@@ -124,8 +124,8 @@ def efs_performance_mode(c: ClusterConfig) -> Iterator[Found]:
     # recommends General Purpose always. The mode is fixed at creation.
     if c.storage.efs is not None and c.storage.efs.performance_mode == "maxIO":
         yield Found("storage.efs.performanceMode", "maxIO",
-                      "Max I/O has higher per-operation latency than General Purpose, and cannot be changed later",
-                      "use performanceMode generalPurpose (the default), as AWS recommends")
+                    "Max I/O has higher per-operation latency than General Purpose, and cannot be changed later",
+                    "use performanceMode generalPurpose (the default), as AWS recommends")
 
 
 @rule("efs-gid-range")
@@ -133,14 +133,14 @@ def efs_gid_range(c: ClusterConfig) -> Iterator[Found]:
     efs = c.storage.efs
     if efs is not None and efs.gid_range_start >= efs.gid_range_end:
         yield Found("storage.efs.gidRangeEnd", efs.gid_range_end,
-                      f"the access point GID range is empty: it must end above gidRangeStart {efs.gid_range_start}",
-                      "set gidRangeEnd above gidRangeStart (the driver's defaults: 50000 to 60000)")
+                    f"the access point GID range is empty: it must end above gidRangeStart {efs.gid_range_start}",
+                    "set gidRangeEnd above gidRangeStart (the driver's defaults: 50000 to 60000)")
     if efs is not None and efs.gid_range_start <= efs.model_owner_id <= efs.gid_range_end:
         yield Found("storage.efs.modelOwnerId", efs.model_owner_id,
-                      f"the models' owner is inside the efs-ap GID range {efs.gid_range_start}-{efs.gid_range_end}: "
-                      "a user's dynamically provisioned directory could act as the models' owner",
-                      "pick a modelOwnerId outside gidRangeStart..gidRangeEnd (default 40000)")
+                    f"the models' owner is inside the efs-ap GID range {efs.gid_range_start}-{efs.gid_range_end}: "
+                    "a user's dynamically provisioned directory could act as the models' owner",
+                    "pick a modelOwnerId outside gidRangeStart..gidRangeEnd (default 40000)")
     if efs is not None and f"{efs.base_path.rstrip('/')}/".startswith(f"{MODEL_DIRECTORY}/"):
         yield Found("storage.efs.basePath", efs.base_path,
-                      f"dynamically provisioned directories would land inside the models' directory {MODEL_DIRECTORY}",
-                      "set basePath outside /models (default /claims)")
+                    f"dynamically provisioned directories would land inside the models' directory {MODEL_DIRECTORY}",
+                    "set basePath outside /models (default /claims)")

@@ -22,9 +22,9 @@ def identity_source(c: ClusterConfig) -> Iterator[Found]:
     identity = c.slurm.identity
     if identity.ldap and (identity.users or identity.groups):
         yield Found("slurm.identity", sorted([*identity.users, *identity.groups]),
-                      "users are declared in the stack and also read from LDAP: two sources would hand out "
-                      "clashing UIDs", "keep one: the directory (remove users and groups) or the declared users "
-                      "(remove ldap)")
+                    "users are declared in the stack and also read from LDAP: two sources would hand out "
+                    "clashing UIDs", "keep one: the directory (remove users and groups) or the declared users "
+                    "(remove ldap)")
 
 
 @rule("identity-groups")
@@ -34,8 +34,8 @@ def identity_groups(c: ClusterConfig) -> Iterator[Found]:
         for i, group in enumerate(person.groups):
             if group not in identity.groups:
                 yield Found(f"slurm.identity.users.{name}.groups[{i}]", group, "not a group of slurm.identity.groups",
-                              f"{did_you_mean(group, identity.groups)}declare it under slurm.identity.groups "
-                              "with its GID")
+                            f"{did_you_mean(group, identity.groups)}declare it under slurm.identity.groups "
+                            "with its GID")
 
 
 @rule("identity-ids")
@@ -47,7 +47,7 @@ def identity_ids(c: ClusterConfig) -> Iterator[Found]:
         for name, number in ids.items():
             if number in seen:
                 yield Found(f"slurm.identity.{kind}.{name}", number, f"the same ID as {seen[number]!r}",
-                              "give every name its own ID (IDs are what own files on /shared)")
+                            "give every name its own ID (IDs are what own files on /shared)")
             seen.setdefault(number, name)
 
 
@@ -61,9 +61,9 @@ def identity_ssh_keys(c: ClusterConfig) -> Iterator[Found]:
 def root_login(c: ClusterConfig) -> Iterator[Found]:
     if c.slurm.login.root_ssh_keys:
         yield Found("slurm.login.rootSshKeys", f"{len(c.slurm.login.root_ssh_keys)} keys",
-                      "root may log in to the login pods, and jobs root submits run as root",
-                      "log in as yourself (slurm.identity) and remove rootSshKeys, unless break-glass root "
-                      "access is what you mean")
+                    "root may log in to the login pods, and jobs root submits run as root",
+                    "log in as yourself (slurm.identity) and remove rootSshKeys, unless break-glass root "
+                    "access is what you mean")
 
 
 @rule("account-parent")
@@ -72,8 +72,8 @@ def account_parent(c: ClusterConfig) -> Iterator[Found]:
     for name, account in accounts.items():
         if account.parent is not None and account.parent not in accounts:
             yield Found(f"slurm.accounts.{name}.parent", account.parent, "not an account of slurm.accounts",
-                          f"{did_you_mean(account.parent, accounts)}declare the parent, or leave parent out to "
-                          "hang the account under Slurm's root")
+                        f"{did_you_mean(account.parent, accounts)}declare the parent, or leave parent out to "
+                        "hang the account under Slurm's root")
     reported: set[str] = set()
     for start in accounts:
         chain = [start]
@@ -83,8 +83,8 @@ def account_parent(c: ClusterConfig) -> Iterator[Found]:
                 if not reported & set(cycle):
                     reported |= set(cycle)
                     yield Found(f"slurm.accounts.{min(cycle)}.parent", " -> ".join([*cycle, parent]),
-                                  "the accounts are each other's parents: a tree has no cycles",
-                                  "hang one of them under another account or under root (no parent)")
+                                "the accounts are each other's parents: a tree has no cycles",
+                                "hang one of them under another account or under root (no parent)")
                 break
             chain.append(parent)
 
@@ -99,8 +99,8 @@ def account_users(c: ClusterConfig) -> Iterator[Found]:
         for i, user in enumerate(account.users):
             if user not in identity.users:
                 yield Found(f"slurm.accounts.{name}.users[{i}]", user, "not a user of slurm.identity.users",
-                              f"{did_you_mean(user, identity.users)}declare the person under "
-                              "slurm.identity.users, or read people from slurm.identity.ldap")
+                            f"{did_you_mean(user, identity.users)}declare the person under "
+                            "slurm.identity.users, or read people from slurm.identity.ldap")
 
 
 @rule("user-without-account", "warning")
@@ -112,8 +112,8 @@ def user_without_account(c: ClusterConfig) -> Iterator[Found]:
     for name in c.slurm.identity.users:
         if name not in members:
             yield Found(f"slurm.identity.users.{name}", name,
-                          "in no Slurm account: Slurm rejects this person's jobs (Invalid account)",
-                          "add the name to the users of an account under slurm.accounts")
+                        "in no Slurm account: Slurm rejects this person's jobs (Invalid account)",
+                        "add the name to the users of an account under slurm.accounts")
 
 
 @rule("account-qos")
@@ -123,10 +123,10 @@ def account_qos(c: ClusterConfig) -> Iterator[Found]:
         for i, q in enumerate(account.qos):
             if q not in qos:
                 yield Found(f"slurm.accounts.{name}.qos[{i}]", q, "not a QoS of slurm.qos",
-                              f"{did_you_mean(q, qos)}declare it under slurm.qos")
+                            f"{did_you_mean(q, qos)}declare it under slurm.qos")
         if account.default_qos is not None and account.default_qos not in account.qos:
             yield Found(f"slurm.accounts.{name}.defaultQOS", account.default_qos,
-                          "the default QoS is not one the account may use", "add it to the account's qos list")
+                        "the default QoS is not one the account may use", "add it to the account's qos list")
 
 
 @rule("partition-accounts")
@@ -135,7 +135,7 @@ def partition_accounts(c: ClusterConfig) -> Iterator[Found]:
         for i, account in enumerate(partition.accounts):
             if account not in c.slurm.accounts:
                 yield Found(f"partitions.{pname}.accounts[{i}]", account, "not an account of slurm.accounts",
-                              f"{did_you_mean(account, c.slurm.accounts)}declare it under slurm.accounts")
+                            f"{did_you_mean(account, c.slurm.accounts)}declare it under slurm.accounts")
 
 
 def _reachable_partitions(c: ClusterConfig, account: str) -> list[str]:
@@ -166,11 +166,11 @@ def gpu_limit_capacity(c: ClusterConfig) -> Iterator[Found]:
                                          ("maxTRESPerJob", q.max_tres_per_job, largest, "one job")):
             if GPU in limits and limits[GPU] > cap:
                 yield Found(f"slurm.qos.{qname}.{field}", f"{GPU}={limits[GPU]}",
-                              f"more GPUs than {what} can get: {cap} in partitions {', '.join(reachable)} at "
-                              "maxNodes", f"lower it to at most {cap}, or raise the partitions' maxNodes")
+                            f"more GPUs than {what} can get: {cap} in partitions {', '.join(reachable)} at "
+                            "maxNodes", f"lower it to at most {cap}, or raise the partitions' maxNodes")
     for aname, account in c.slurm.accounts.items():
         total, _ = _gpus(c, _reachable_partitions(c, aname))
         if GPU in account.grp_tres and account.grp_tres[GPU] > total:
             yield Found(f"slurm.accounts.{aname}.grpTRES", f"{GPU}={account.grp_tres[GPU]}",
-                          f"more GPUs than the account's partitions hold at maxNodes ({total})",
-                          f"lower it to at most {total}, or raise the partitions' maxNodes")
+                        f"more GPUs than the account's partitions hold at maxNodes ({total})",
+                        f"lower it to at most {total}, or raise the partitions' maxNodes")
