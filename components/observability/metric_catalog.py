@@ -187,14 +187,14 @@ INFINIBAND = Exporter(
 
 
 # --- ours ----------------------------------------------------------------------------------------------------
-# slurm/health/metric_names.py ALL, restated: components/ imports of slurm/ only what it ships (the `components`
+# slurm/agent/contract.py ALL, restated: components/ imports of slurm/ only what it ships (the `components`
 # import-linter contract); tests/observability/test_catalog.py fails when the two differ, so a name here is the
 # exporter's.
 # The nodes each partition's pending jobs want, counting only jobs that could start (slurm/health/demand.py):
 # what KEDA scales on (components/lifecycle/autoscaling.py nodes_needed_query).
 PARTITION_NODES_WANTED = "slurm_eks_partition_nodes_wanted"
 SLURM_EKS = Exporter(
-    "slurm-eks repair controller and active checks", "slurm/health/metric_names.py ALL",
+    "slurm-eks repair controller and active checks", "slurm/agent/contract.py ALL",
     ("check", "node", "partition", "step", "why"),
     frozenset({"slurm_eks_nodes_drained", "slurm_eks_nodes_drained_by_person", "slurm_eks_repair_replacements_total",
                "slurm_eks_repair_held_total", "slurm_eks_repair_errors_total",

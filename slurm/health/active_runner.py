@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from slurm.health import metric_names as m
+from slurm.agent import contract as m
 from slurm.health.active import (
     NCCL_TESTS_BIN,
     NCCL_TESTS_IMAGE,

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from slurm.health import metric_names as m
+from slurm.agent import contract as m
 from slurm.health.kube import Kube, KubeError, NotFound
 from slurm.health.ledger import Entry, LedgerConflict, LedgerStore
 from slurm.health.metrics import Registry

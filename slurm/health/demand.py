@@ -40,7 +40,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from slurm.health import metric_names as m
+from slurm.agent import contract as m
 from slurm.health.controller import Log, log_json
 from slurm.health.metrics import Registry
 from slurm.health.slurm_access import SlurmAccess, SlurmError

@@ -1,4 +1,4 @@
-"""A small metrics registry for the names in metric_names.py, rendered in the Prometheus text exposition
+"""A small metrics registry for the names in slurm/agent/contract.py, rendered in the Prometheus text exposition
 format 0.0.4 (HELP / TYPE lines, `name{label="value"} number`), and the /metrics endpoint serving it.
 
 Standard library only: this runs in the cluster.
@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from slurm.health.metric_names import ALL, Metric
+from slurm.agent.contract import ALL, Metric
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

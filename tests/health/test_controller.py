@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from slurm.health import metric_names as m
+from slurm.agent import contract as m
 from slurm.health.controller import log_json, repair_pass
 from slurm.health.kube import Kube
 from slurm.health.ledger import KEY, ConfigMapLedger, Entry, from_data, prune, to_data

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from slurm.health import metric_names as m
+from slurm.agent import contract as m
 from slurm.health.demand import SOON_S, WAITING_FOR_NODES, array_tasks, demand_pass, job_nodes, nodes_wanted
 from slurm.health.metrics import Registry
 from slurm.health.slurm_access import SlurmError

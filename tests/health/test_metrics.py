@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from slurm.health import metric_names as m
+from slurm.agent import contract as m
 from slurm.health.metrics import CONTENT_TYPE, Registry, serve
 from tests.conftest import require_module
 

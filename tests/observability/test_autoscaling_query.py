@@ -8,7 +8,7 @@ import re
 
 from components.lifecycle.autoscaling import nodes_needed_query
 from components.observability.metric_catalog import ALL_NAMES, PARTITION_NODES_WANTED, SLURM_EKS
-from slurm.health import metric_names
+from slurm.agent import contract as metric_names
 from tests.observability.promql import metric_names as names_in
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.observability.metric_catalog import ALL_NAMES, EXPORTERS, SLURM_EKS
-from slurm.health import metric_names
+from slurm.agent import contract as metric_names
 
 
 def test_our_names_and_labels_match_the_controller() -> None:

@@ -1,6 +1,9 @@
-"""The metrics the repair controller and the active checks export (Prometheus text format), by name, with
-their labels and help. Dashboards and alert rules (components/observability/)
-may use only these and the exporters' documented metrics; tests hold them to that."""
+"""The contract between the Pulumi side (components/) and the agents (slurm/agent/): each value both sides need,
+defined once. Standard library only: components/ imports it without the agents' clients.
+
+Metrics: what the repair controller and the active checks export, by name, with their labels and help.
+Dashboards and alert rules (components/observability/) may use only these and the exporters' documented
+metrics; tests hold them to that."""
 
 from __future__ import annotations
 
