@@ -25,6 +25,7 @@ from components.names import SLURM_NAMESPACE
 from components.observability.cloudwatch import GrafanaCloudWatch
 from components.observability.stack import Observability, ObservabilityArgs
 from components.segmentation.segmented_namespaces import SegmentedNamespaces
+from components.slinky.agent_image import agent_image
 from components.slinky.cluster import SlurmCluster, SlurmClusterArgs
 from components.slinky.operator import SlinkyOperator
 from components.slinky.state_storage import StateStorage, StateStorageArgs
@@ -84,10 +85,12 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     grafana_cloudwatch = GrafanaCloudWatch("grafana-cloudwatch", cluster, opts)  # FSx metrics in Grafana
     autoscaling = Autoscaling("autoscaling", AutoscalingArgs(config, namespaces, state_storage.ready,
                                                              grafana_cloudwatch.role_arn), opts)
+    # The in-cluster agents' image (slurm/agent/Dockerfile), built into the stack's ECR by `pulumi up`.
+    agents = agent_image("agent-image", config, name, opts)
     slurm = SlurmCluster("slurm", SlurmClusterArgs(
         config, name, cluster.provider, operator.ready, state_storage, network.vpc_id, vpc_cidr,
-        network.private_subnet_ids, cluster.cluster_security_group_id, [autoscaling.metrics], cluster, namespaces),
-        opts)
+        network.private_subnet_ids, cluster.cluster_security_group_id, [autoscaling.metrics], cluster, namespaces,
+        agents), opts)
     autoscaling.scale(slurm.nodesets)
     # The claim every login and compute pod mounts at /shared lives in the Slurm namespace.
     storage = SharedStorage("storage", SharedStorageArgs(
@@ -100,7 +103,7 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     # Nodes the checks drained are replaced; active checks measure idle ones (slurm/health/); EFA nodes are placed
     # in Slurm's topology from EC2 and Capacity Blocks' ends reserved (slurm/topology/, slurm/capacity/).
     NodeRepair("repair", NodeRepairArgs(config, cluster.provider, [slurm.controller, autoscaling.metrics,
-                                                                   storage], cluster), opts)
+                                                                   storage], cluster, agents), opts)
     outputs: dict[str, pulumi.Input[object]] = {}
     models: ModelStorage | None = None
     if config.storage.efs is not None:  # the model claim login and compute pods mount read-only

@@ -169,6 +169,9 @@ class SlurmImages(Model):
     slurmdbd: str | None = None
     slurmrestd: str | None = None
     login: str | None = None
+    # The slurm-eks agent image (slurm/agent/Dockerfile) by digest, from your own registry; unset: `pulumi up`
+    # builds it into the stack's ECR repository (components/slinky/agent_image.py).
+    agent: str | None = None
 
 
 class Slurm(Model):

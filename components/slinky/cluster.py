@@ -27,6 +27,7 @@ from components.names import SLURM_NAMESPACE
 from components.slinky import identity, node_health, slurm_conf, specs
 from components.slinky.accounting_db import AccountingDatabase, AccountingDatabaseArgs
 from components.slinky.accounts import accounts_reconcile
+from components.slinky.agent_image import AgentImage
 from components.slinky.host_access import host_access_policy
 from components.slinky.lifecycle_settings import (
     INITIAL_TOPOLOGY,
@@ -60,6 +61,7 @@ class SlurmClusterArgs:
     depends_on: list[pulumi.Resource]  # e.g. the Prometheus CRDs the Controller's ServiceMonitor needs
     cluster: EksCluster  # the OIDC provider of IRSA roles (the RDS database-user Job's)
     namespaces: Namespaces  # creates the slurm namespace with its NetworkPolicies
+    agent_image: AgentImage  # what the accounts reconcile runs (components/slinky/agent_image.py)
 
 
 class SlurmCluster(pulumi.ComponentResource):
@@ -113,7 +115,8 @@ class SlurmCluster(pulumi.ComponentResource):
             [*ready, *config_maps, *people_files, accounting])
         members = [*ready, controller, sssd, *people_files]
         # sacctmgr made to match slurm.accounts/qos once slurmctld and slurmdbd are there (a Job, after each up)
-        accounts_reconcile(name, self, args.provider, c, args.cluster_name, [controller, accounting, auth[0]])
+        accounts_reconcile(name, self, args.provider, c, args.cluster_name, args.agent_image,
+                           [controller, accounting, auth[0]])
         self._slinky(f"{name}-restapi", "RestApi", specs.CONTROLLER, specs.restapi_spec(c), members)
         self._slinky(f"{name}-login", "LoginSet", specs.CONTROLLER,
                      specs.loginset_spec(c, args.vpc_cidr, PARTITIONS_CONFIG_MAP), [*members, partitions])

@@ -7,10 +7,9 @@ whether the controller gets an AWS role.
 
 from __future__ import annotations
 
-from typing import Any
-
 from components.config.cluster import ClusterConfig
 from components.names import SLURM_NAMESPACE
+from slurm.agent import contract
 
 # The ConfigMap the Controller lists in configFileRefs: Slinky projects it into slurmctld's /etc/slurm
 # (slurm-operator v1.2.1 internal/builder/controllerbuilder/controller_app.go controllerVolumes), and the
@@ -18,17 +17,15 @@ from components.names import SLURM_NAMESPACE
 TOPOLOGY_CONFIG_MAP = "slurm-eks-topology"
 TOPOLOGY_FILE = "topology.yaml"
 TOPOLOGY_NAME = "ec2"
-# slurmd pods, by the label Slinky gives them (slurm-operator v1.2.1 internal/builder/labels/labels.go WorkerApp
-# as app.kubernetes.io/name; the slurm namespace's NetworkPolicies select them the same way).
-SLURMD_SELECTOR = "app.kubernetes.io/name=slurmd"
+SLURMD_SELECTOR = contract.SLURMD_POD_SELECTOR
 # What topology.yaml holds until a slurmd pod runs (slurm/topology/render.py flat_topology_yaml writes the same):
 # the flat topology, Slurm's default without one (https://slurm.schedmd.com/topology.yaml.html, `flat`).
 INITIAL_TOPOLOGY = f'# No Slurm node placed yet: flat (slurm-eks).\n---\n- topology: "{TOPOLOGY_NAME}"\n' \
                    "  cluster_default: true\n  flat: true\n"
 # EC2 reads, each without a resource type (docs.aws.amazon.com/service-authorization/latest/reference/
 # list_amazonec2.html, Actions table: DescribeInstanceTopology and DescribeCapacityReservations list none).
-TOPOLOGY_ACTIONS = ("ec2:DescribeInstanceTopology",)
-CAPACITY_BLOCK_ACTIONS = ("ec2:DescribeCapacityReservations",)
+TOPOLOGY_ACTIONS = (f"ec2:{contract.TOPOLOGY_EC2_CALL}",)
+CAPACITY_BLOCK_ACTIONS = (f"ec2:{contract.CAPACITY_BLOCK_EC2_CALL}",)
 
 
 def places_topology(config: ClusterConfig) -> bool:
@@ -47,8 +44,9 @@ def ec2_actions(config: ClusterConfig) -> list[str]:
             *(CAPACITY_BLOCK_ACTIONS if capacity_blocks(config) else ())]
 
 
-def lifecycle_settings(config: ClusterConfig) -> dict[str, Any]:
-    """The controller's settings.json entries for these steps (slurm/health/__main__.py Controller.from_settings)."""
-    topology = {"name": TOPOLOGY_NAME, "namespace": SLURM_NAMESPACE, "podSelector": SLURMD_SELECTOR,
-                "configMap": TOPOLOGY_CONFIG_MAP, "key": TOPOLOGY_FILE} if places_topology(config) else None
-    return {"region": config.region, "topology": topology, "capacityBlocks": capacity_blocks(config)}
+def topology_settings(config: ClusterConfig) -> contract.TopologySettings | None:
+    """Where the controller places EFA nodes (slurm/topology/sync.py); None without EFA partitions."""
+    if not places_topology(config):
+        return None
+    return contract.TopologySettings(TOPOLOGY_NAME, SLURM_NAMESPACE, SLURMD_SELECTOR, TOPOLOGY_CONFIG_MAP,
+                                     TOPOLOGY_FILE)

@@ -7,7 +7,8 @@ wrong tag name there must show here). Sources:
 - FSx for Lustre CSI driver: kubernetes-sigs/aws-fsx-csi-driver at 5b227125 (v1.9.0, chart 1.17.0);
 - EBS CSI driver: kubernetes-sigs/aws-ebs-csi-driver at v1.64.0;
 - EFS CSI driver: kubernetes-sigs/aws-efs-csi-driver at v3.4.1 (commit 3fcc6bdd, chart 4.4.1);
-- the node lifecycle controller: slurm/topology/sync.py and slurm/capacity/blocks.py in this repository.
+- the node lifecycle controller: the EC2 operations slurm/agent/contract.py names, which tests/agent hold to the
+  calls the agent really makes through botocore.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from scripts.checks.iam_policy import Request, Value
 from scripts.cost.price_list import pricing_endpoint_region
+from slurm.agent import contract
 
 # Example IDs: the policies scope by resource type, tags and region, never by ID.
 EC2_IDS = {"image": "ami-0123456789abcdef0", "snapshot": "snap-0123456789abcdef0", "subnet": "subnet-0123456789abcdef0",
@@ -248,13 +250,11 @@ def efs_csi_calls(facts: Facts) -> list[Call]:
 def lifecycle_calls(facts: Facts) -> list[Call]:
     """EC2 reads of the steps its settings turn on; neither action has a resource type, so IAM sees "*"
     (Service Authorization Reference, list_amazonec2.html)."""
-    settings = facts.lifecycle or {}
-    calls = []
-    if settings.get("topology"):
-        calls.append(_call(facts, "ec2:DescribeInstanceTopology", "*", "slurm/topology/sync.py describe_topology"))
-    if settings.get("capacityBlocks"):
-        calls.append(_call(facts, "ec2:DescribeCapacityReservations", "*", "slurm/capacity/blocks.py block_ends"))
-    return calls
+    if not facts.lifecycle:
+        return []
+    settings = contract.LifecycleSettings.parse(facts.lifecycle)
+    return [_call(facts, f"ec2:{operation}", "*", f"the lifecycle agent's {operation} (slurm/agent/contract.py)")
+            for operation in settings.ec2_calls()]
 
 
 CONTROLLERS = (

@@ -17,6 +17,7 @@ from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import resource_pb2
 
 from components.config.cluster import CONFIG_KEY, CONFIG_NAMESPACE
+from scripts.offline.plan_model import UNKNOWN_WIRE_VALUE as _UNKNOWN_VALUE
 from scripts.offline.plan_model import PlannedResource, plain, sanitize
 
 ACCOUNT = "123456789012"
@@ -136,6 +137,11 @@ class RealisticMocks(pulumi.runtime.Mocks):
             # (pulumi-aws docs, aws.iam.getSessionContext).
             arn = str(args.args.get("arn", ""))
             return {"arn": arn, "issuerArn": arn, "id": arn}, []
+        if token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
+            # A 12-hour docker login, only `pulumi up` can get: unknown offline, as a secret read is.
+            return {"userName": "AWS", "password": _UNKNOWN_VALUE, "authorizationToken": _UNKNOWN_VALUE,
+                    "proxyEndpoint": f"https://{ACCOUNT}.dkr.ecr.{self.region}.amazonaws.com",
+                    "id": self.region}, []
         if token == "aws:index/getPartition:getPartition":
             return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}, []
         if token == "aws:index/getRegion:getRegion":
@@ -221,6 +227,15 @@ class RealisticMocks(pulumi.runtime.Mocks):
                 out["masterUserSecrets"] = [{"secretArn": self._arn(
                     "secretsmanager", f"secret:rds!db-{_digest(name, n=8)}-{_digest(name, 's', n=6)}"),
                     "secretStatus": "active", "kmsKeyId": self._arn("kms", "alias/aws/secretsmanager")}]
+        elif typ == "aws:ecr/repository:Repository":
+            # ECR User Guide, Repository concepts: <account>.dkr.ecr.<region>.amazonaws.com/<name>.
+            repository = inputs.get("name") or rid
+            out.update(arn=self._arn("ecr", f"repository/{repository}"), name=repository, registryId=ACCOUNT,
+                       repositoryUrl=f"{ACCOUNT}.dkr.ecr.{self.region}.amazonaws.com/{repository}")
+        elif typ == "docker-build:index:Image":
+            # Only the build knows the image's digest: `ref` (<tag>@<digest>) and `digest` are unknown until
+            # `pulumi up` has built and pushed it (pulumi-docker-build, Image outputs).
+            out.update(digest=_UNKNOWN_VALUE, ref=_UNKNOWN_VALUE, contextHash=_UNKNOWN_VALUE)
         elif typ == "eks:index:Cluster":
             out.update(self._eks_outputs(inputs))
         elif typ.startswith("random:"):

@@ -16,6 +16,7 @@ _SIG_KEY = "4dabf18193072939515e22adb298388d"
 _SIG_SECRET = "1b47061264138c4ac30d75fd1eb44270"
 _SIG_RESOURCE = "5cf8f73096256a8f31e491e813e4eb8e"
 _UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+UNKNOWN_WIRE_VALUE = _UNKNOWN_VALUE  # what the mocks answer for an output only `pulumi up` knows
 
 KUBERNETES_SECRET_TYPES = ("kubernetes:core/v1:Secret",)
 # Kubernetes types that are not API objects a cluster stores (so they get no manifest file).

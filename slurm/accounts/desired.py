@@ -1,27 +1,21 @@
-"""The desired state: the JSON document the stack renders (components/slinky/accounts.py) read into the model.
+"""The desired state: the accounts document the stack renders (components/slinky/accounts.py) read into the model.
 
-The document (format 1) keys each object by name and each setting by sacctmgr's name:
-  {"format": 1, "cluster": "<ClusterName>",
-   "qos": {"<name>": {"Description", "Priority", "GrpTRES", "MaxTRESPerUser", "MaxTRESPerJob",
-                      "MaxJobsPerUser", "MaxSubmitJobsPerUser", "MaxWall"}},
-   "accounts": {"<name>": {"Description", "Organization", "Parent", "Fairshare", "QOS", "DefaultQOS",
-                           "GrpTRES"}},
-   "users": {"<name>": {"Accounts", "DefaultAccount"}}}
-TRES as sacctmgr writes them (`gres/gpu=64,cpu=512`, mem in MiB), times as Slurm time strings, null for
-"no limit" (and, for Organization, "leave as it is").
+The document's schema is slurm/agent/contract.py AccountsDocument (format 1), shared with the side that writes
+it; this module checks what sacctmgr can store and that every name an object refers to is declared.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from slurm.accounts import values
 from slurm.accounts.errors import AccountsError
 from slurm.accounts.model import DEFAULT_QOS, ROOT_ACCOUNT, Account, Qos, State, User
-
-FORMAT = 1
+from slurm.agent.contract import AccountDocument, AccountsDocument, QosDocument, UserDocument
+from slurm.agent.contract import DocumentError as ContractError
 
 
 class DocumentError(AccountsError):
@@ -36,15 +30,20 @@ def load(path: Path) -> State:
     return parse(document)
 
 
-def parse(document: dict[str, Any]) -> State:
-    if document.get("format") != FORMAT:
-        raise DocumentError(f"format {document.get('format')!r}: this reconcile reads format {FORMAT}")
-    qos = {name: _qos(name, spec) for name, spec in document.get("qos", {}).items()}
-    accounts = {name: _account(name, spec) for name, spec in document.get("accounts", {}).items()}
-    users = {name: _user(name, spec) for name, spec in document.get("users", {}).items()}
-    state = State(cluster=document["cluster"], qos=qos, accounts=accounts, users=users)
-    _check_references(state)
-    return state
+def parse(document: Mapping[str, Any]) -> State:
+    try:
+        return state(AccountsDocument.parse(document))
+    except (ContractError, TypeError, ValueError) as exc:
+        raise DocumentError(str(exc)) from None
+
+
+def state(document: AccountsDocument) -> State:
+    qos = {name: _qos(name, spec) for name, spec in document.qos.items()}
+    accounts = {name: _account(name, spec) for name, spec in document.accounts.items()}
+    users = {name: _user(name, spec) for name, spec in document.users.items()}
+    result = State(cluster=document.cluster, qos=qos, accounts=accounts, users=users)
+    _check_references(result)
+    return result
 
 
 def _text(where: str, text: str) -> str:
@@ -58,42 +57,37 @@ def _managed_description(where: str, name: str, description: str | None) -> str:
     return _text(f"{where}.Description", f"{description or name} {values.MARKER}")
 
 
-def _count(spec: dict[str, Any], key: str) -> int | None:
-    value = spec.get(key)
-    return None if value is None else int(value)
-
-
-def _qos(name: str, spec: dict[str, Any]) -> Qos:
+def _qos(name: str, spec: QosDocument) -> Qos:
     where = f"qos.{name}"
     if name == DEFAULT_QOS:
         raise DocumentError(f"{where}: `normal` is Slurm's own default QoS; declare a QoS of your own")
-    return Qos(name=name, description=_managed_description(where, name, spec.get("Description")),
-               priority=int(spec.get("Priority") or 0),
-               grp_tres=values.tres(spec.get("GrpTRES") or ""),
-               max_tres_per_user=values.tres(spec.get("MaxTRESPerUser") or ""),
-               max_tres_per_job=values.tres(spec.get("MaxTRESPerJob") or ""),
-               max_jobs_per_user=_count(spec, "MaxJobsPerUser"),
-               max_submit_jobs_per_user=_count(spec, "MaxSubmitJobsPerUser"),
-               max_wall=values.minutes(spec.get("MaxWall") or ""))
+    return Qos(name=name, description=_managed_description(where, name, spec.description),
+               priority=spec.priority,
+               grp_tres=values.tres(spec.grp_tres),
+               max_tres_per_user=values.tres(spec.max_tres_per_user),
+               max_tres_per_job=values.tres(spec.max_tres_per_job),
+               max_jobs_per_user=spec.max_jobs_per_user,
+               max_submit_jobs_per_user=spec.max_submit_jobs_per_user,
+               max_wall=values.minutes(spec.max_wall or ""))
 
 
-def _account(name: str, spec: dict[str, Any]) -> Account:
+def _account(name: str, spec: AccountDocument) -> Account:
     where = f"accounts.{name}"
     if name == ROOT_ACCOUNT:
         raise DocumentError(f"{where}: `root` is the top of Slurm's account tree; declare accounts below it")
-    organization = spec.get("Organization")
-    return Account(name=name, description=_managed_description(where, name, spec.get("Description")),
-                   parent=spec.get("Parent") or ROOT_ACCOUNT,
+    organization = spec.organization
+    return Account(name=name, description=_managed_description(where, name, spec.description),
+                   parent=spec.parent,
                    organization=None if organization is None else _text(f"{where}.Organization", organization),
-                   fairshare=int(spec.get("Fairshare", 1)),
-                   qos=frozenset(spec.get("QOS") or ()),
-                   default_qos=spec.get("DefaultQOS"),
-                   grp_tres=values.tres(spec.get("GrpTRES") or ""))
+                   fairshare=spec.fairshare,
+                   qos=frozenset(spec.qos),
+                   default_qos=spec.default_qos,
+                   grp_tres=values.tres(spec.grp_tres))
 
 
-def _user(name: str, spec: dict[str, Any]) -> User:
-    accounts = list(spec["Accounts"])
-    default = spec.get("DefaultAccount") or (accounts[0] if accounts else None)
+def _user(name: str, spec: UserDocument) -> User:
+    accounts = list(spec.accounts)
+    default = spec.default_account or (accounts[0] if accounts else None)
     if default not in accounts:
         raise DocumentError(f"users.{name}: DefaultAccount {default!r} is not one of its Accounts {accounts}")
     ordered = [default, *(a for a in accounts if a != default)]  # added first, so a new user gets it

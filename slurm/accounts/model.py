@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-ROOT_ACCOUNT = "root"  # made with the cluster (`sacctmgr add cluster`); every tree hangs below it
+from slurm.agent.contract import ROOT_ACCOUNT
+
 DEFAULT_QOS = "normal"  # made by slurmdbd on its first start; the QoS of jobs that name none
 
 

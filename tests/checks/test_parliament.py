@@ -34,6 +34,7 @@ finally:
         del sys.modules["pkg_resources"]
 
 POLICY_INPUTS = ("policy", "assumeRolePolicy")
+NOT_IAM = ("aws:ecr/lifecyclePolicy:LifecyclePolicy",)  # a `policy` input that is ECR's image expiry rules
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ def plan_documents(stack: str) -> Iterator[tuple[str, dict[str, Any], bool]]:
     for resource in shipped_plan(stack).resources:
         for key in POLICY_INPUTS:
             text = resource.inputs.get(key)
-            if resource.type.startswith("aws:") and isinstance(text, str) and text.startswith("{"):
+            if resource.type.startswith("aws:") and resource.type not in NOT_IAM and isinstance(text, str) \
+                    and text.startswith("{"):
                 yield f"{resource.name} ({resource.type}) {key}", json.loads(text), key == "assumeRolePolicy"
 
 

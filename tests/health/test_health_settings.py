@@ -60,9 +60,9 @@ def test_slurm_conf_runs_the_checks_and_requeues_without_hold() -> None:
 def test_probes_get_an_account_the_checked_partition_admits() -> None:
     c = config("prod", ("health", {"activeChecks": {"partitions": {"trainium": {}}}}))
     assert partition_conf("trainium", c).endswith(f"AllowAccounts=llm,{HEALTH_ACCOUNT}")
-    state = parse(desired_document(c, "slurm"))  # the reconcile reads it as it would in the cluster
+    state = parse(desired_document(c, "slurm").document())  # the reconcile reads it as it would in the cluster
     assert state.users["slurm"].default_account == HEALTH_ACCOUNT
     assert state.accounts[HEALTH_ACCOUNT].parent == "root"
     # No active checks, or no accounts at all (no associations enforced): nothing added.
-    assert HEALTH_ACCOUNT not in desired_document(config("prod"), "slurm")["accounts"]
+    assert HEALTH_ACCOUNT not in desired_document(config("prod"), "slurm").accounts
     assert "AllowAccounts" not in partition_conf("trainium", config("prod", ("partitions.trainium.accounts", [])))

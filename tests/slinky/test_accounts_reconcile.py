@@ -102,7 +102,7 @@ def test_the_document_is_sorted_and_every_user_defaults_to_their_first_account()
         "Description": None, "GrpTRES": "gres/gpu=128", "MaxJobsPerUser": None, "MaxSubmitJobsPerUser": None,
         "MaxTRESPerJob": "", "MaxTRESPerUser": "gres/gpu=96", "MaxWall": "7-00:00:00", "Priority": 100}
     # The reconcile reads what the stack writes (they share no code, only this document).
-    state = desired.parse(desired_document(prod(), CLUSTER))
+    state = desired.state(desired_document(prod(), CLUSTER))
     assert state.qos["vision"].grp_tres == {"gres/gpu": 64} and state.qos["llm"].max_wall == 7 * 24 * 60
     assert state.accounts["llm"].qos == frozenset({"llm"}) and state.users["carol"].default_account == "vision"
 
@@ -135,5 +135,5 @@ def test_the_reconcile_runs_on_python_alone(tmp_path: Path) -> None:
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_shipped_stacks_document_loads(stack: str) -> None:
     config = config_of(variant(stack, lambda raw: None))
-    state = desired.parse(desired_document(config, config.name_for(stack)))
+    state = desired.state(desired_document(config, config.name_for(stack)))
     assert set(state.accounts) == set(config.slurm.accounts) and set(state.qos) == set(config.slurm.qos)

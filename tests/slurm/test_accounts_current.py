@@ -57,7 +57,7 @@ def test_users_their_associations_and_defaults(state: State) -> None:
 
 
 def test_what_the_reconcile_wrote_reads_back_as_nothing_to_do(state: State) -> None:
-    assert plan(desired.parse(desired_document(stack(), "local")), state) == []
+    assert plan(desired.state(desired_document(stack(), "local")), state) == []
 
 
 def test_a_description_with_the_separator_stays_whole() -> None:

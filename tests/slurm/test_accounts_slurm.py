@@ -43,7 +43,7 @@ TIMEOUT_S = 60
 
 
 def write_document(path: Path, config: ClusterConfig) -> Path:
-    path.write_text(json.dumps(desired_document(config, CLUSTER_NAME), indent=2, sort_keys=True))
+    path.write_text(desired_document(config, CLUSTER_NAME).json())
     return path
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from components.config.cluster import ClusterConfig
 from components.config.rules.registry import Found, rule
-from components.config.slinky_releases import SERIES, release_series
+from components.config.slinky_releases import DIGEST, SERIES, release_series
 
 MIN_SLURM = (25, 11)  # and Slurm >= 25.11
 
@@ -25,3 +25,14 @@ def slurm_version(c: ClusterConfig) -> Iterator[Found]:
                     f"use one of {', '.join(SERIES)}, or set every slurm.images entry yourself")
 
 
+
+
+@rule("agent-image-digest")
+def agent_image_digest(c: ClusterConfig) -> Iterator[Found]:
+    """The agents run with the cluster's slurm.key and edit its accounts: a tag that can move is refused, not
+    warned about (components/slinky/agent_image.py)."""
+    image = c.slurm.images.agent
+    if image is not None and not DIGEST.search(image):
+        yield Found("slurm.images.agent", image, "the agent image must be pinned by digest",
+                    "use <registry>/slurm-eks-agent@sha256:<64 hex digits> (`docker buildx imagetools inspect` "
+                    "prints it), or remove the key to have `pulumi up` build it into the stack's ECR repository")
