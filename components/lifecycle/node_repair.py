@@ -1,6 +1,8 @@
 """`NodeRepair`: the node lifecycle controller in the `slurm` namespace (slurm/health/, slurm/topology/,
-slurm/capacity/, slurm/aws/; standard library only): repair, active checks, and with EFA partitions or Capacity
-Blocks the EC2 side (components/slinky/lifecycle_settings.py) through an IRSA role of its own.
+slurm/capacity/, slurm/aws/; besides the standard library it needs the official `kubernetes` client and
+prometheus_client, through slurm/agent/kube.py and metrics.py, so its image must carry them): repair, active
+checks, and with EFA partitions or Capacity Blocks the EC2 side (components/slinky/lifecycle_settings.py)
+through an IRSA role of its own.
 
 It is a Slurm client the way the accounts reconcile is (components/slinky/accounts.py: the login image, sackd
 fetching the configuration and signing with the Controller's slurm.key), so it reads nodes with the same
