@@ -152,7 +152,12 @@ def test_the_lifecycle_packages_reaching_outside_themselves_is_broken(tmp_path: 
         "slurm/health/__main__.py": "from slurm.topology import sync\n",  # one another: allowed
         "slurm/topology/sync.py": "import boto3\n",
         "slurm/capacity/blocks.py": "from slurm.client import Client\n", "slurm/client.py": "",
+        # the agent's two clients: allowed
+        "slurm/health/controller.py": "from slurm.agent import kube, metrics\n",
+        "slurm/agent/kube.py": "import kubernetes\nimport urllib3\n",
+        "slurm/agent/metrics.py": "import prometheus_client\n",
     })
+    assert "reaches kubernetes" not in report and "reaches prometheus_client" not in report
     assert "slurm.topology reaches boto3 (slurm.topology.sync -> boto3)" in report
     assert "slurm.health reaches boto3 (slurm.health.__main__ -> slurm.topology.sync -> boto3)" in report
     assert "slurm.capacity reaches slurm.client" in report

@@ -19,15 +19,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from slurm.agent.kube import Kube, KubeError
+from slurm.agent.metrics import Registry, serve
 from slurm.aws.query import AwsError, QueryClient
 from slurm.capacity.blocks import Call, capacity_pass
 from slurm.capacity.reservations import ReservationError
 from slurm.health.active_runner import ActiveChecks, PartitionCheck, Probe
 from slurm.health.controller import Log, log_json, repair_pass
 from slurm.health.demand import demand_pass
-from slurm.health.kube import Kube, KubeError
 from slurm.health.ledger import ConfigMapLedger, LedgerStore
-from slurm.health.metrics import Registry, serve
 from slurm.health.repair import Policy
 from slurm.health.slurm_access import CliSlurm, SlurmAccess
 from slurm.topology.instance_topology import InstanceTopology

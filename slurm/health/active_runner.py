@@ -5,7 +5,8 @@ peers), then start probes on idle nodes (active.probe_targets) as Slurm jobs pin
 
 A probe's output goes to `output_dir` on the shared file system, which the probe (on the node) and the
 controller both mount. What the controller knows is kept in memory: after a restart every idle node is due
-again, still at most `per_round` per partition at a time. Standard library only: this runs in the cluster.
+again, still at most `per_round` per partition at a time. Metrics go through slurm/agent/metrics.py
+(prometheus_client); the rest is standard library.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from slurm.agent import contract as m
+from slurm.agent.metrics import Registry
 from slurm.health.active import (
     NCCL_TESTS_BIN,
     NCCL_TESTS_IMAGE,
@@ -27,7 +29,6 @@ from slurm.health.active import (
     neuron_script,
     probe_targets,
 )
-from slurm.health.metrics import Registry
 from slurm.health.slurm_access import SlurmAccess, SlurmError
 
 Log = Callable[[dict[str, Any]], None]

@@ -3,7 +3,8 @@ replace find its NodeClaim (slurmd pod -> spec.nodeName -> NodeClaim status.node
 and delete the NodeClaim so Karpenter gives the partition a fresh instance.
 
 Every action is one JSON line on stdout and a counter; an API error is counted (REPAIR_ERRORS, by step) and
-logged, and the pass goes on with the next node. Standard library only: this runs in the cluster.
+logged, and the pass goes on with the next node. Kubernetes and metrics go through the agent's clients
+(slurm/agent/kube.py: the official `kubernetes` client; slurm/agent/metrics.py: prometheus_client).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from slurm.agent import contract as m
-from slurm.health.kube import Kube, KubeError, NotFound
+from slurm.agent.kube import Kube, KubeError, NotFound
+from slurm.agent.metrics import Registry
 from slurm.health.ledger import Entry, LedgerConflict, LedgerStore
-from slurm.health.metrics import Registry
 from slurm.health.nodes import SlurmNode
 from slurm.health.repair import Decision, Policy, decide
 from slurm.health.slurm_access import SlurmAccess, SlurmError

@@ -31,7 +31,7 @@ still busy, and counted so. A job pending in several partitions counts in the fi
 wherever nodes free up first). Each job counts its minimum node count; a pending array record counts once per
 pending task (at most its `%` throttle).
 
-Standard library only: this runs in the cluster.
+Metrics go through slurm/agent/metrics.py (prometheus_client); the rest is standard library.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from slurm.agent import contract as m
+from slurm.agent.metrics import Registry
 from slurm.health.controller import Log, log_json
-from slurm.health.metrics import Registry
 from slurm.health.slurm_access import SlurmAccess, SlurmError
 from slurm.health.slurm_json import number
 

@@ -4,7 +4,7 @@ Kept as JSON under one key of a ConfigMap, so a restarted (or a second) controll
 the per-partition hourly bound holds across restarts. Writes carry the resourceVersion read with the history:
 if another controller wrote in between, the API server refuses the write (409) and this pass replaces nothing.
 
-Standard library only: this runs in the cluster.
+The ConfigMap calls go through slurm/agent/kube.py (the official `kubernetes` client).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from slurm.health.kube import Conflict, Kube
+from slurm.agent.kube import Conflict, Kube
 
 KEY = "replacements.json"
 KEEP_SECONDS = 24 * 3600

@@ -33,8 +33,9 @@ Log = Callable[[dict[str, Any]], None]
 
 
 class KubeApi(Protocol):
-    """The Kubernetes calls this step makes. The controller passes its client (slurm/health/kube.py's `Kube`);
-    declared here, not imported, so slurm.topology needs nothing of slurm.health, which runs it."""
+    """The Kubernetes calls this step makes. The controller passes its client (slurm/agent/kube.py's `Kube`);
+    declared here, not imported, so slurm.topology stays standard library only and needs nothing of the agent
+    package or slurm.health, which runs it."""
 
     def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
 

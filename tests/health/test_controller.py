@@ -1,5 +1,6 @@
-"""repair_pass end to end against the fake Kubernetes API server (test_kube.FakeKube: Pods, NodeClaims shaped by
-the Karpenter CRD, the ledger ConfigMap with resourceVersion conflicts) and Slurm nodes parsed from the v0.0.44
+"""repair_pass end to end, through the official kubernetes client, against the local Kubernetes API stand-in
+(tests/health/kube_api.py: Pods, NodeClaims shaped by the Karpenter CRD, the ledger ConfigMap with resourceVersion
+conflicts) and Slurm nodes parsed from the v0.0.44
 fixture (data/nodes-v0.0.44.json, schema-checked in test_nodes.py) or served by the fake slurmrestd."""
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ from typing import Any
 import pytest
 
 from slurm.agent import contract as m
+from slurm.agent.metrics import Registry
 from slurm.health.controller import log_json, repair_pass
-from slurm.health.kube import Kube
 from slurm.health.ledger import KEY, ConfigMapLedger, Entry, from_data, prune, to_data
-from slurm.health.metrics import Registry
 from slurm.health.nodes import SlurmNode, parse_nodes
 from slurm.health.reasons import drain_reason
 from slurm.health.repair import Policy
 from slurm.health.slurm_access import SlurmError
-from tests.health.test_kube import FakeKube, nodeclaim, pod
+from tests.health.kube_api import ApiServer, nodeclaim, pod
 
 DATA = Path(__file__).parent / "data"
 NOW = 1_796_200_000.0
@@ -55,8 +55,8 @@ def drained(name: str, at: int) -> SlurmNode:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeKube]:
-    kube = FakeKube()
+def fake() -> Iterator[ApiServer]:
+    kube = ApiServer()
     for i in range(6):
         name, k8s = f"gpu-h100-{i}", f"ip-10-0-1-{20 + i}.ec2.internal"
         kube.pods[name] = pod(name, k8s)
@@ -66,9 +66,8 @@ def fake() -> Iterator[FakeKube]:
 
 
 class Run:
-    def __init__(self, fake: FakeKube, tmp_path: Path) -> None:
-        (tmp_path / "token").write_text(fake.token)
-        self.kube = Kube(fake.url, tmp_path / "token")
+    def __init__(self, fake: ApiServer, tmp_path: Path) -> None:
+        self.kube = fake.client()
         self.ledger = ConfigMapLedger(self.kube)
         self.metrics = Registry()
         self.logs: list[dict[str, Any]] = []
@@ -78,11 +77,16 @@ class Run:
         return {d.node: (d.kind, d.why) for d in decisions}
 
 
-def test_replaces_ours_waits_for_jobs_never_touches_a_persons(fake: FakeKube, tmp_path: Path) -> None:
+def test_replaces_ours_waits_for_jobs_never_touches_a_persons(fake: ApiServer, tmp_path: Path) -> None:
     run = Run(fake, tmp_path)
     assert run(FixedSlurm()) == {"gpu-h100-0": ("replace", "drained"), "gpu-h100-1": ("wait", "jobs-running"),
                                  "gpu-h100-2": ("ignore", "person")}
-    assert fake.deletes() == ["/apis/karpenter.sh/v1/nodeclaims/gpu-h100-nc0"]
+    # the ledger read, the pod's node, the NodeClaims, the ledger written (created: it did not exist), the delete
+    assert fake.calls() == [("GET", "/api/v1/namespaces/slurm/configmaps/slurm-eks-repair-ledger"),
+                            ("GET", "/api/v1/namespaces/slurm/pods/gpu-h100-0"),
+                            ("GET", "/apis/karpenter.sh/v1/nodeclaims"),
+                            ("POST", "/api/v1/namespaces/slurm/configmaps"),
+                            ("DELETE", "/apis/karpenter.sh/v1/nodeclaims/gpu-h100-nc0")]
     (entry,) = from_data(fake.configmaps[("slurm", "slurm-eks-repair-ledger")]["data"])
     assert entry == Entry("gpu-h100", "gpu-h100-0", "gpu-count", "gpu-h100-nc0", NOW)
     metrics = run.metrics
@@ -96,7 +100,7 @@ def test_replaces_ours_waits_for_jobs_never_touches_a_persons(fake: FakeKube, tm
     assert all(json.dumps(log) for log in run.logs)
 
 
-def test_person_drained_is_never_deleted_even_with_a_nodeclaim(fake: FakeKube, tmp_path: Path) -> None:
+def test_person_drained_is_never_deleted_even_with_a_nodeclaim(fake: ApiServer, tmp_path: Path) -> None:
     person = SlurmNode("gpu-h100-2", frozenset({"IDLE", "DRAIN"}), 0, "slurm-eks maintenance by bob", "bob", 1,
                        ("gpu-h100",))
     run = Run(fake, tmp_path)
@@ -105,12 +109,17 @@ def test_person_drained_is_never_deleted_even_with_a_nodeclaim(fake: FakeKube, t
     assert fake.deletes() == [] and ("slurm", "slurm-eks-repair-ledger") not in fake.configmaps
 
 
-def test_third_in_an_hour_is_held_and_a_restarted_controller_holds_too(fake: FakeKube, tmp_path: Path) -> None:
+def test_third_in_an_hour_is_held_and_a_restarted_controller_holds_too(fake: ApiServer, tmp_path: Path) -> None:
     nodes = [drained(f"gpu-h100-{i}", 1_796_190_000 + i) for i in range(3)]
     assert Run(fake, tmp_path)(FixedSlurm(nodes)) == {
         "gpu-h100-0": ("replace", "drained"), "gpu-h100-1": ("replace", "drained"),
         "gpu-h100-2": ("hold", "rate-limit")}
     assert len(fake.deletes()) == 2
+    # the second write carries the resourceVersion the first one got back
+    first_write, second_write = [r for r in fake.requests if r.method in ("POST", "PUT")]
+    assert (first_write.method, second_write.method) == ("POST", "PUT")
+    assert second_write.path == "/api/v1/namespaces/slurm/configmaps/slurm-eks-repair-ledger"
+    assert second_write.body["metadata"]["resourceVersion"] not in (None, "")
     # a second instance (restart: fresh ledger object and metrics) reads the same ConfigMap
     second = Run(fake, tmp_path)
     assert second(FixedSlurm([*nodes, drained("gpu-h100-3", 1_796_190_010)]), NOW + 600) == {
@@ -122,7 +131,7 @@ def test_third_in_an_hour_is_held_and_a_restarted_controller_holds_too(fake: Fak
     assert Run(fake, tmp_path)(FixedSlurm([nodes[2]]), NOW + 3601) == {"gpu-h100-2": ("replace", "drained")}
 
 
-def test_two_controllers_at_once_cannot_both_take_the_last_slot(fake: FakeKube, tmp_path: Path) -> None:
+def test_two_controllers_at_once_cannot_both_take_the_last_slot(fake: ApiServer, tmp_path: Path) -> None:
     first, second = Run(fake, tmp_path), Run(fake, tmp_path)
     fake.configmaps[("slurm", "slurm-eks-repair-ledger")] = {
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -141,7 +150,7 @@ def test_two_controllers_at_once_cannot_both_take_the_last_slot(fake: FakeKube, 
     assert fake.deletes() == ["/apis/karpenter.sh/v1/nodeclaims/gpu-h100-nc0"]
 
 
-def test_no_nodeclaim_or_no_pod_is_held_and_counted(fake: FakeKube, tmp_path: Path) -> None:
+def test_no_nodeclaim_or_no_pod_is_held_and_counted(fake: ApiServer, tmp_path: Path) -> None:
     del fake.nodeclaims["gpu-h100-nc0"]
     del fake.pods["gpu-h100-1"]
     run = Run(fake, tmp_path)
@@ -152,7 +161,7 @@ def test_no_nodeclaim_or_no_pod_is_held_and_counted(fake: FakeKube, tmp_path: Pa
     assert run.metrics.value(m.REPAIRS_HELD, {"partition": "gpu-h100", "why": "no-pod"}) == 1
 
 
-def test_api_errors_are_counted_and_the_pass_goes_on(fake: FakeKube, tmp_path: Path) -> None:
+def test_api_errors_are_counted_and_the_pass_goes_on(fake: ApiServer, tmp_path: Path) -> None:
     fake.fail[("GET", r"/api/v1/namespaces/slurm/pods/gpu-h100-0")] = 500
     fake.fail[("DELETE", r"/apis/karpenter.sh/v1/nodeclaims/gpu-h100-nc1")] = 500
     run = Run(fake, tmp_path)
@@ -171,7 +180,7 @@ def test_api_errors_are_counted_and_the_pass_goes_on(fake: FakeKube, tmp_path: P
     assert fake.deletes() == ["/apis/karpenter.sh/v1/nodeclaims/gpu-h100-nc1"]  # the one refused with 500
 
 
-def test_dry_run_logs_without_deleting(fake: FakeKube, tmp_path: Path) -> None:
+def test_dry_run_logs_without_deleting(fake: ApiServer, tmp_path: Path) -> None:
     run = Run(fake, tmp_path)
     assert run(FixedSlurm([drained("gpu-h100-0", 1)]), dry_run=True) == {"gpu-h100-0": ("replace", "dry-run")}
     assert fake.deletes() == [] and ("slurm", "slurm-eks-repair-ledger") not in fake.configmaps

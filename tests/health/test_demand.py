@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from slurm.agent import contract as m
+from slurm.agent.metrics import Registry
 from slurm.health.demand import SOON_S, WAITING_FOR_NODES, array_tasks, demand_pass, job_nodes, nodes_wanted
-from slurm.health.metrics import Registry
 from slurm.health.slurm_access import SlurmError
 from tests.slurm.test_fixture_schema import SCHEMA, SHAPES
 

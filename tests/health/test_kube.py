@@ -1,206 +1,32 @@
-"""slurm/health/kube.py against a real local HTTP server playing the Kubernetes API server.
-
-FakeKube (also used by test_controller.py) answers the REST paths with objects shaped like the real ones: a
-core/v1 Pod, karpenter.sh/v1 NodeClaims (checked here against the CRD's structural schema, aws/karpenter-provider-aws
-v1.14.1 pkg/apis/crds/karpenter.sh_nodeclaims.yaml, copy in ../shared/crds/karpenter), core/v1 ConfigMaps with
-resourceVersion optimistic concurrency, and metav1 Status objects for errors. It records every request.
-"""
+"""slurm/agent/kube.py (the official kubernetes client) against tests/health/kube_api.py, a local HTTP server
+playing the Kubernetes API server: each call is held to the request it must make (method, path, query,
+Content-Type), so a call changed to a wrong one (a namespaced NodeClaim path, a strategic-merge patch, another
+selector) fails here."""
 
 from __future__ import annotations
 
-import copy
-import json
-import re
-import threading
-import urllib.parse
+import datetime
+import types
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
+from kubernetes.config import incluster_config
 
-from slurm.health.kube import Conflict, Kube, KubeError, NotFound
+from slurm.agent.kube import MERGE_PATCH, Conflict, Kube, KubeError, NotFound, in_cluster_configuration
 from tests.conftest import require_module
-
-TOKEN = "sa-token-1"
-
-
-def pod(name: str, node_name: str | None, nodeset: str = "gpu-h100") -> dict[str, Any]:
-    """A slurmd pod of a Slinky NodeSet (labels: SlinkyProject/slurm-operator v1.2.1 api/v1beta1/well_known.go)."""
-    spec: dict[str, Any] = {"containers": [{"name": "slurmd", "image": "ghcr.io/slinkyproject/slurmd:25.11"}],
-                            "hostname": name, "subdomain": "slurm-compute"}
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "slurm", "uid": f"uid-{name}", "resourceVersion": "100",
-                         "labels": {"app.kubernetes.io/name": "slurmd", "app.kubernetes.io/instance": nodeset,
-                                    "nodeset.slinky.slurm.net/pod-name": name,
-                                    "nodeset.slinky.slurm.net/pod-index": name.rsplit("-", 1)[1]}},
-            "spec": spec, "status": {"phase": "Running" if node_name else "Pending"}}
-
-
-def node(name: str, instance: str, zone: str = "us-west-2a") -> dict[str, Any]:
-    """A core/v1 Node as the AWS cloud provider registers it (spec.providerID aws:///<zone>/<instance id>)."""
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "300",
-                         "labels": {"topology.kubernetes.io/zone": zone, "karpenter.sh/nodepool": "gpu-h100"},
-                         "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
-            "spec": {"providerID": f"aws:///{zone}/{instance}"}}
-
-
-def nodeclaim(name: str, node_name: str, nodepool: str = "gpu-h100") -> dict[str, Any]:
-    """A launched, registered NodeClaim (fields per the karpenter.sh_nodeclaims.yaml CRD, v1)."""
-    return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-            "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "200",
-                         "finalizers": ["karpenter.sh/termination"],
-                         "labels": {"karpenter.sh/nodepool": nodepool,
-                                    "node.kubernetes.io/instance-type": "p5.48xlarge"}},
-            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": nodepool},
-                     "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
-                                       "values": ["p5.48xlarge"]}],
-                     "resources": {"requests": {"cpu": "1"}}},
-            "status": {"nodeName": node_name, "providerID": f"aws:///us-east-1a/i-0{name.encode().hex()[:16]}",
-                       "imageID": "ami-0123456789abcdef0",
-                       "capacity": {"cpu": "192", "memory": "2000Gi", "nvidia.com/gpu": "8"},
-                       "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "",
-                                       "lastTransitionTime": "2026-12-01T10:00:00Z"}]}}
-
-
-def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    # k8s.io/apimachinery pkg/apis/meta/v1 types.go Status
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "code": code}
-
-
-class FakeKube:
-    def __init__(self) -> None:
-        self.pods: dict[str, dict[str, Any]] = {}
-        self.nodes: dict[str, dict[str, Any]] = {}
-        self.nodeclaims: dict[str, dict[str, Any]] = {}
-        self.configmaps: dict[tuple[str, str], dict[str, Any]] = {}
-        self.requests: list[tuple[str, str, Any]] = []
-        self.fail: dict[tuple[str, str], int] = {}  # (method, path regex) -> HTTP code to answer instead
-        self.token = TOKEN
-        self._rv = 1000
-        self._lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _handle(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length)) if length else None
-                with fake._lock:
-                    fake.requests.append((self.command, self.path, body))
-                    if self.command == "PATCH" and self.headers.get("Content-Type") != "application/merge-patch+json":
-                        code, answer = 415, _status(415, "UnsupportedMediaType", "the body of the request was in "
-                                                    "an unknown format")
-                    else:
-                        code, answer = fake.answer(self.command, self.path, body,
-                                                   self.headers.get("Authorization"))
-                data = json.dumps(answer).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _handle
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def deletes(self) -> list[str]:
-        return [path for method, path, _ in self.requests if method == "DELETE"]
-
-    def _next_rv(self) -> str:
-        self._rv += 1
-        return str(self._rv)
-
-    def answer(self, method: str, path: str, body: Any, auth: str | None) -> tuple[int, dict[str, Any]]:
-        if auth != f"Bearer {self.token}":
-            return 401, _status(401, "Unauthorized", "Unauthorized")
-        for (fail_method, pattern), code in self.fail.items():
-            if fail_method == method and re.fullmatch(pattern, path):
-                return code, _status(code, "InternalError", "etcdserver: request timed out")
-        if match := re.fullmatch(r"/api/v1/namespaces/slurm/pods\?labelSelector=([^&]+)", path):
-            key, _, value = urllib.parse.unquote(match[1]).partition("=")
-            return 200, {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": str(self._rv)},
-                         "items": [p for p in self.pods.values() if p["metadata"]["labels"].get(key) == value]}
-        if path == "/api/v1/nodes" and method == "GET":
-            return 200, {"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": str(self._rv)},
-                         "items": list(self.nodes.values())}
-        if match := re.fullmatch(r"/api/v1/nodes/([^/]+)", path):
-            found = self.nodes.get(match[1])
-            if not found:
-                return 404, _status(404, "NotFound", f'nodes "{match[1]}" not found')
-            if method == "PATCH":  # a JSON merge patch of metadata.annotations (RFC 7386)
-                found["metadata"].setdefault("annotations", {}).update(body["metadata"]["annotations"])
-                found["metadata"]["resourceVersion"] = self._next_rv()
-            return 200, found
-        if match := re.fullmatch(r"/api/v1/namespaces/slurm/pods/([^/]+)", path):
-            found = self.pods.get(match[1])
-            return (200, found) if found else (404, _status(404, "NotFound", f'pods "{match[1]}" not found'))
-        if path == "/apis/karpenter.sh/v1/nodeclaims" and method == "GET":
-            return 200, {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaimList",
-                         "metadata": {"resourceVersion": str(self._rv)}, "items": list(self.nodeclaims.values())}
-        if (match := re.fullmatch(r"/apis/karpenter.sh/v1/nodeclaims/([^/]+)", path)) and method == "DELETE":
-            found = self.nodeclaims.pop(match[1], None)
-            if not found:
-                return 404, _status(404, "NotFound", f'nodeclaims.karpenter.sh "{match[1]}" not found')
-            # With a finalizer the API server answers 200 with the object, deletionTimestamp set.
-            found = copy.deepcopy(found)
-            found["metadata"]["deletionTimestamp"] = "2026-12-01T11:00:00Z"
-            return 200, found
-        if match := re.fullmatch(r"/api/v1/namespaces/([^/]+)/configmaps(?:/([^/]+))?", path):
-            return self._configmap(method, match[1], match[2], body)
-        return 404, _status(404, "NotFound", "the server could not find the requested resource")
-
-    def _configmap(self, method: str, namespace: str, name: str | None, body: Any) -> tuple[int, dict[str, Any]]:
-        if method == "GET" and name:
-            found = self.configmaps.get((namespace, name))
-            return (200, found) if found else (404, _status(404, "NotFound", f'configmaps "{name}" not found'))
-        if method == "POST" and not name:
-            key = (namespace, body["metadata"]["name"])
-            if key in self.configmaps:
-                return 409, _status(409, "AlreadyExists", f'configmaps "{key[1]}" already exists')
-            stored = copy.deepcopy(body)
-            stored["metadata"]["resourceVersion"] = self._next_rv()
-            self.configmaps[key] = stored
-            return 201, stored
-        if method == "PUT" and name:
-            current = self.configmaps.get((namespace, name))
-            if current is None:
-                return 404, _status(404, "NotFound", f'configmaps "{name}" not found')
-            if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
-                return 409, _status(409, "Conflict", f'Operation cannot be fulfilled on configmaps "{name}": the '
-                                    "object has been modified; please apply your changes to the latest version")
-            stored = copy.deepcopy(body)
-            stored["metadata"]["resourceVersion"] = self._next_rv()
-            self.configmaps[(namespace, name)] = stored
-            return 200, stored
-        return 405, _status(405, "MethodNotAllowed", method)
+from tests.health.kube_api import NODECLAIMS, ApiServer, Request, node, nodeclaim, pod, self_signed
 
 
 @pytest.fixture
-def fake_kube() -> Iterator[FakeKube]:
-    fake = FakeKube()
-    yield fake
-    fake.close()
+def api() -> Iterator[ApiServer]:
+    server = ApiServer()
+    yield server
+    server.close()
 
 
-def client(fake: FakeKube, tmp_path: Path) -> Kube:
-    token = tmp_path / "token"
-    token.write_text(fake.token + "\n")
-    return Kube(fake.url, token)
+def last(api: ApiServer) -> Request:
+    return api.requests[-1]
 
 
 def test_nodeclaim_fixture_is_valid_against_the_crd(crds_dir: Path) -> None:
@@ -208,7 +34,9 @@ def test_nodeclaim_fixture_is_valid_against_the_crd(crds_dir: Path) -> None:
     jsonschema = require_module("jsonschema", "the manifests extra")
     crd = yaml.safe_load((crds_dir / "karpenter" / "karpenter.sh_nodeclaims.yaml").read_text())
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
+    # the stand-in serves NodeClaims at the cluster-scoped path because the CRD says so
     assert crd["spec"]["scope"] == "Cluster" and crd["spec"]["group"] == "karpenter.sh"
+    assert crd["spec"]["names"]["plural"] == NODECLAIMS.rsplit("/", 1)[1]
     schema = version["schema"]["openAPIV3Schema"]
     assert "nodeName" in schema["properties"]["status"]["properties"]
     jsonschema.validate(nodeclaim("gpu-h100-x7k2p", "ip-10-0-1-20.ec2.internal"), schema)
@@ -218,63 +46,164 @@ def test_nodeclaim_fixture_is_valid_against_the_crd(crds_dir: Path) -> None:
         jsonschema.validate(broken, schema)
 
 
-def test_pod_node_name_and_nodeclaim_lookup(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.pods["gpu-h100-0"] = pod("gpu-h100-0", "ip-10-0-1-20.ec2.internal")
-    fake_kube.pods["gpu-h100-1"] = pod("gpu-h100-1", None)
-    fake_kube.nodeclaims["gpu-h100-abcde"] = nodeclaim("gpu-h100-abcde", "ip-10-0-1-21.ec2.internal")
-    fake_kube.nodeclaims["gpu-h100-x7k2p"] = nodeclaim("gpu-h100-x7k2p", "ip-10-0-1-20.ec2.internal")
-    kube = client(fake_kube, tmp_path)
+def test_pod_node_name(api: ApiServer) -> None:
+    api.pods["gpu-h100-0"] = pod("gpu-h100-0", "ip-10-0-1-20.ec2.internal")
+    api.pods["gpu-h100-1"] = pod("gpu-h100-1", None)
+    kube = api.client()
     assert kube.pod_node_name("gpu-h100-0") == "ip-10-0-1-20.ec2.internal"
+    assert (last(api).method, last(api).path) == ("GET", "/api/v1/namespaces/slurm/pods/gpu-h100-0")
+    assert last(api).authorization == f"Bearer {api.token}"
     assert kube.pod_node_name("gpu-h100-1") is None  # pending: not scheduled yet
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound) as missing:
         kube.pod_node_name("gpu-h100-9")
+    assert missing.value.code == 404 and missing.value.reason == "NotFound"
+
+
+def test_nodeclaims_are_listed_and_deleted_at_the_cluster_scoped_path(api: ApiServer) -> None:
+    api.nodeclaims["gpu-h100-abcde"] = nodeclaim("gpu-h100-abcde", "ip-10-0-1-21.ec2.internal")
+    api.nodeclaims["gpu-h100-x7k2p"] = nodeclaim("gpu-h100-x7k2p", "ip-10-0-1-20.ec2.internal")
+    kube = api.client()
     assert kube.nodeclaim_for_node("ip-10-0-1-20.ec2.internal") == "gpu-h100-x7k2p"
     assert kube.nodeclaim_for_node("ip-10-0-9-9.ec2.internal") is None
+    assert api.calls() == [("GET", NODECLAIMS)] * 2
     kube.delete_nodeclaim("gpu-h100-x7k2p")
-    assert fake_kube.deletes() == ["/apis/karpenter.sh/v1/nodeclaims/gpu-h100-x7k2p"]
+    assert api.calls()[-1] == ("DELETE", f"{NODECLAIMS}/gpu-h100-x7k2p")
+    assert "gpu-h100-x7k2p" not in api.nodeclaims
     with pytest.raises(NotFound):
         kube.delete_nodeclaim("gpu-h100-x7k2p")
 
 
-def test_token_is_reread_on_every_call(fake_kube: FakeKube, tmp_path: Path) -> None:
-    kube = client(fake_kube, tmp_path)
-    assert kube.nodeclaims() == []
-    fake_kube.token = "sa-token-2"  # the kubelet rotated it
-    with pytest.raises(KubeError) as refused:
-        kube.nodeclaims()
-    assert refused.value.code == 401
-    (tmp_path / "token").write_text("sa-token-2")
-    assert kube.nodeclaims() == []
+def test_pods_are_listed_by_label_selector(api: ApiServer) -> None:
+    api.pods["gpu-h100-0"] = pod("gpu-h100-0", "ip-10-0-1-20.ec2.internal")
+    api.pods["login-0"] = {**pod("login-0", "ip-10-0-1-9.ec2.internal"),
+                           "metadata": {"name": "login-0", "namespace": "slurm",
+                                        "labels": {"app.kubernetes.io/name": "login"}}}
+    found = api.client().pods("slurm", "app.kubernetes.io/name=slurmd")
+    assert [p["metadata"]["name"] for p in found] == ["gpu-h100-0"]
+    request = last(api)
+    assert (request.method, request.path) == ("GET", "/api/v1/namespaces/slurm/pods")
+    assert request.query == {"labelSelector": ["app.kubernetes.io/name=slurmd"]}
 
 
-def test_configmap_replace_is_refused_when_it_changed(fake_kube: FakeKube, tmp_path: Path) -> None:
-    kube = client(fake_kube, tmp_path)
+def test_annotate_node_is_a_json_merge_patch(api: ApiServer) -> None:
+    api.nodes["ip-10-0-0-1"] = node("ip-10-0-0-1", "i-0123456789abcdef0")
+    kube = api.client()
+    kube.annotate_node("ip-10-0-0-1", {"topology.slinky.slurm.net/spec": "ec2:nn-1"})
+    request = last(api)
+    assert (request.method, request.path, request.content_type) == ("PATCH", "/api/v1/nodes/ip-10-0-0-1",
+                                                                    MERGE_PATCH)
+    assert request.body == {"metadata": {"annotations": {"topology.slinky.slurm.net/spec": "ec2:nn-1"}}}
+    assert api.nodes["ip-10-0-0-1"]["metadata"]["annotations"] == {
+        "node.alpha.kubernetes.io/ttl": "0", "topology.slinky.slurm.net/spec": "ec2:nn-1"}  # the others stay
+    assert [n["metadata"]["name"] for n in kube.nodes()] == ["ip-10-0-0-1"]
+    assert api.calls()[-1] == ("GET", "/api/v1/nodes")
+
+
+def test_configmap_replace_is_refused_when_it_changed(api: ApiServer) -> None:
+    kube = api.client()
     assert kube.get_configmap("ledger") is None
+    assert api.calls() == [("GET", "/api/v1/namespaces/slurm/configmaps/ledger")]
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ledger", "namespace": "slurm"},
             "data": {"k": "1"}}
     created = kube.create_configmap(body)
-    with pytest.raises(Conflict):
+    assert (last(api).method, last(api).path, last(api).body) == ("POST", "/api/v1/namespaces/slurm/configmaps",
+                                                                  body)
+    with pytest.raises(Conflict) as exists:
         kube.create_configmap(body)
+    assert exists.value.reason == "AlreadyExists"
     first = kube.replace_configmap({**created, "data": {"k": "2"}})
-    with pytest.raises(Conflict):  # stale resourceVersion
+    assert (last(api).method, last(api).path) == ("PUT", "/api/v1/namespaces/slurm/configmaps/ledger")
+    assert last(api).body["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    with pytest.raises(Conflict) as stale:  # stale resourceVersion
         kube.replace_configmap({**created, "data": {"k": "3"}})
+    assert stale.value.code == 409 and "has been modified" in str(stale.value)
     assert kube.get_configmap("ledger")["data"] == {"k": "2"} == first["data"]
 
 
-def test_server_errors_and_unreachable_raise_kube_error(fake_kube: FakeKube, tmp_path: Path) -> None:
-    fake_kube.fail[("GET", r"/apis/karpenter.sh/v1/nodeclaims")] = 500
+def test_server_errors_and_unreachable_raise_kube_error(api: ApiServer) -> None:
+    api.fail[("GET", NODECLAIMS)] = 500
     with pytest.raises(KubeError) as failed:
-        client(fake_kube, tmp_path).nodeclaims()
+        api.client().nodeclaims()
     assert failed.value.code == 500 and "etcdserver" in str(failed.value)
-    with pytest.raises(KubeError):
-        Kube("http://127.0.0.1:1", None, timeout=2).nodeclaims()
+    kube = api.client()
+    api.token = "another"  # the token we hold is not (or no longer) valid
+    with pytest.raises(KubeError) as refused:
+        kube.nodes()
+    assert refused.value.code == 401
+    configuration = api.configuration()
+    configuration.host, configuration.retries = "http://127.0.0.1:1", 0
+    with pytest.raises(KubeError) as unreachable:
+        Kube(configuration, timeout=2).nodeclaims()
+    assert unreachable.value.code == 0
 
 
-def test_in_cluster_reads_the_service_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.100.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    monkeypatch.setattr(Kube, "__init__", lambda self, url, token, ca=None, timeout=10.0: setattr(
-        self, "args", (url, str(token), str(ca))))
+@pytest.fixture
+def tls_api(tmp_path: Path) -> Iterator[ApiServer]:
+    require_module("cryptography", "cryptography (with moto, the dev extra)")
+    server = ApiServer(tls=self_signed(tmp_path))
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def service_account(tmp_path: Path, tls_api: ApiServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A pod's environment as kubernetes/config/incluster_config.py reads it: the service's host and port (the
+    stand-in, over HTTPS) and the mounted token and CA (paths monkeypatched to a temporary directory)."""
+    (tmp_path / "sa").mkdir()
+    (tmp_path / "sa" / "token").write_text(tls_api.token)
+    (tmp_path / "sa" / "ca.crt").write_bytes((tmp_path / "apiserver.crt").read_bytes())
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(tmp_path / "sa" / "token"))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(tmp_path / "sa" / "ca.crt"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(tls_api.port))
+    return tmp_path / "sa"
+
+
+class Clock:
+    """Stands in for the datetime module incluster_config.py uses to decide when to re-read the token."""
+
+    def __init__(self) -> None:
+        self.at = datetime.datetime(2026, 12, 1, 10, 0)
+        self.datetime = types.SimpleNamespace(now=lambda: self.at)
+        self.timedelta = datetime.timedelta
+
+
+def test_in_cluster_config_sends_the_service_account_token_and_rereads_it(
+        service_account: Path, tls_api: ApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(incluster_config, "datetime", clock)
+    api = tls_api
     kube = Kube.in_cluster()
-    assert kube.args == ("https://10.100.0.1:443", "/var/run/secrets/kubernetes.io/serviceaccount/token",
-                         "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
+    configuration = kube.core.api_client.configuration
+    assert (configuration.host, configuration.ssl_ca_cert) == (api.url, str(service_account / "ca.crt"))
+    assert kube.nodes() == []  # over TLS, the certificate checked against the mounted ca.crt
+    # kubernetes 36.0.0's loader writes the token where its auth_settings() does not look: slurm/agent/kube.py
+    # _BearerToken must bring it to the request, or the API server sees an anonymous caller
+    assert last(api).authorization == "bearer sa-token-1"
+    (service_account / "token").write_text("sa-token-2")  # the kubelet rotated it
+    api.token = "sa-token-2"
+    clock.at += datetime.timedelta(seconds=61)  # the loader re-reads the file once a minute has passed
+    assert kube.nodes() == [] and last(api).authorization == "bearer sa-token-2"
+    (service_account / "token").write_text("sa-token-3")
+    api.token = "sa-token-3"
+    clock.at += datetime.timedelta(seconds=61)
+    assert kube.nodes() == [] and last(api).authorization == "bearer sa-token-3"  # and again: the hook stays
+    assert in_cluster_configuration().host == api.url
+
+
+def test_a_server_the_mounted_ca_did_not_sign_is_refused(service_account: Path, tmp_path: Path) -> None:
+    (tmp_path / "other").mkdir()
+    (service_account / "ca.crt").write_bytes(self_signed(tmp_path / "other")[0].read_bytes())
+    configuration = in_cluster_configuration()
+    configuration.retries = 0
+    with pytest.raises(KubeError) as refused:
+        Kube(configuration, timeout=5).nodes()
+    assert refused.value.code == 0 and "CERTIFICATE_VERIFY_FAILED" in str(refused.value)
+
+
+def test_in_cluster_outside_a_pod_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubernetes.config.config_exception import ConfigException
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(ConfigException):
+        Kube.in_cluster()

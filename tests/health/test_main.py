@@ -9,14 +9,13 @@ from typing import Any
 
 from components.config.validation import parse_cluster_config
 from components.lifecycle.node_repair import ACTIVE_OUTPUT_DIR, settings
+from slurm.agent.metrics import Registry
 from slurm.health.__main__ import Controller
 from slurm.health.active_runner import PartitionCheck
-from slurm.health.kube import Kube
 from slurm.health.ledger import ConfigMapLedger
-from slurm.health.metrics import Registry
 from tests.config.helpers import raw_config, set_at
+from tests.health.kube_api import ApiServer, nodeclaim, pod
 from tests.health.test_controller import NOW, FixedSlurm, drained
-from tests.health.test_kube import FakeKube, nodeclaim, pod
 
 
 def rendered(**health: Any) -> dict[str, Any]:
@@ -37,13 +36,12 @@ def test_the_controller_reads_what_the_stack_renders() -> None:
     assert Controller.from_settings(rendered()).checks.checks == {}  # prod's partitions all scale to zero
 
 
-def test_with_repair_off_a_pass_replaces_nothing(tmp_path: Path) -> None:
-    fake = FakeKube()
+def test_with_repair_off_a_pass_replaces_nothing() -> None:
+    fake = ApiServer()
     try:
         fake.pods["gpu-h100-0"] = pod("gpu-h100-0", "ip-10-0-1-20.ec2.internal")
         fake.nodeclaims["gpu-h100-nc0"] = nodeclaim("gpu-h100-nc0", "ip-10-0-1-20.ec2.internal")
-        (tmp_path / "token").write_text(fake.token)
-        kube = Kube(fake.url, tmp_path / "token")
+        kube = fake.client()
         logs: list[dict[str, Any]] = []
         for enabled, deletes in ((False, []), (True, ["/apis/karpenter.sh/v1/nodeclaims/gpu-h100-nc0"])):
             controller = Controller.from_settings(rendered(repair={"enabled": enabled}))

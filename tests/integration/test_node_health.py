@@ -31,13 +31,12 @@ from components.config.cluster import ClusterConfig
 from components.config.validation import parse_cluster_config
 from components.slinky.health_settings import health_slurm_conf, node_health_env
 from slurm import client
-from slurm.cli_backend import run
 from slurm.agent import contract as m
+from slurm.agent.metrics import Registry
+from slurm.cli_backend import run
 from slurm.health.active_runner import ActiveChecks, PartitionCheck, Probe
 from slurm.health.controller import repair_pass
-from slurm.health.kube import Kube
 from slurm.health.ledger import ConfigMapLedger
-from slurm.health.metrics import Registry
 from slurm.health.reasons import parse_reason
 from slurm.health.repair import Policy
 from slurm.health.slurm_access import CliSlurm
@@ -46,9 +45,9 @@ from slurm.local.dynamic import DynamicCluster, dynamic_nodes
 from slurm.local.node import NodeState, node_state
 from slurm.local.process import program
 from tests.config.helpers import raw_config
-from tests.health.test_kube import FakeKube
-from tests.health.test_kube import nodeclaim as fake_nodeclaim
-from tests.health.test_kube import pod as fake_pod
+from tests.health.kube_api import ApiServer
+from tests.health.kube_api import nodeclaim as fake_nodeclaim
+from tests.health.kube_api import pod as fake_pod
 from tests.integration.slinky_nodes import BACKEND, PERSON, TIMEOUT_S, NodeSet, as_person, empty_partition, replaced
 
 pytestmark = pytest.mark.slurm
@@ -260,17 +259,17 @@ class PersonsCli(CliSlurm):
 @dataclass
 class Controller:
     """The repair controller's pieces against the real Slurm and a fake Kubernetes API that knows the pod, its
-    node and that node's NodeClaim (tests/health/test_kube.py FakeKube: shaped by the Karpenter CRD)."""
+    node and that node's NodeClaim (tests/health/kube_api.py ApiServer: shaped by the Karpenter CRD), reached
+    through the official kubernetes client."""
 
-    kube: FakeKube
-    token: Path
+    kube: ApiServer
     slurm: CliSlurm
     metrics: Registry
     logs: list[dict[str, object]]
 
     def repair(self, node: str) -> tuple[str, str]:
         """One pass; what it decided for `node` (the host's own node is in the list too, never drained)."""
-        kube = Kube(self.kube.url, self.token)
+        kube = self.kube.client()
         decisions = repair_pass(self.slurm, kube, ConfigMapLedger(kube), Policy(max_per_hour=2), self.metrics,
                                 time.time(), log=self.logs.append)
         assert all(d.kind == "ignore" for d in decisions if d.node != node), decisions
@@ -278,15 +277,13 @@ class Controller:
 
 
 @pytest.fixture
-def controller(nodeset: NodeSet, tmp_path: Path) -> Iterator[Controller]:
-    fake = FakeKube()
+def controller(nodeset: NodeSet) -> Iterator[Controller]:
+    fake = ApiServer()
     pod = nodeset.pod(0)
     fake.pods[pod] = fake_pod(pod, "ip-10-0-1-20.ec2.internal", nodeset.name)
     fake.nodeclaims[f"{nodeset.name}-abcde"] = fake_nodeclaim(f"{nodeset.name}-abcde", "ip-10-0-1-20.ec2.internal",
                                                               nodeset.name)
-    token = tmp_path / "token"
-    token.write_text(fake.token)
-    yield Controller(fake, token, PersonsCli(), Registry(), [])
+    yield Controller(fake, PersonsCli(), Registry(), [])
     fake.close()
 
 
