@@ -12,7 +12,7 @@ PIP_FLAGS := --quiet --no-cache-dir
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: setup setup-extras system-packages slurm xla-venv plan test test-fast lint golden bench bench-gpu crds upstream mutate \
+.PHONY: agent-lock setup setup-extras system-packages slurm xla-venv plan test test-fast lint golden bench bench-gpu crds upstream mutate \
   clean mermaid
 
 # Debian packages the tests use: shellcheck (rendered job scripts), sssd-tools and sssd-ldap (`sssctl
@@ -56,9 +56,18 @@ $(RUNTIME): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install $(PIP_FLAGS) -e .
 	touch $@
 
-$(EXTRAS): pyproject.toml | $(BIN)/python
+# The agents' clients come from their image's hashed lock (slurm/agent/requirements.txt), so the tests run the
+# versions the image carries.
+AGENT_LOCK := slurm/agent/requirements.txt
+$(EXTRAS): pyproject.toml $(AGENT_LOCK) | $(BIN)/python
 	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev,jobs]'
+	$(BIN)/pip install $(PIP_FLAGS) --require-hashes -r $(AGENT_LOCK)
 	touch $@ $(RUNTIME)
+
+# Recompile the agents' lock after editing slurm/agent/requirements.in (pip-tools, from the dev extra).
+agent-lock: setup-extras
+	cd slurm/agent && ../../$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-header \
+	  --no-emit-index-url --no-emit-find-links --output-file requirements.txt requirements.in
 
 setup: $(RUNTIME)
 
@@ -97,6 +106,7 @@ mermaid: $(MERMAID)
 lint: setup-extras
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache --no-logo
+	$(BIN)/hadolint slurm/agent/Dockerfile
 
 # Everything but the Slurm tests on TEST_WORKERS processes (one per core, at least 2; a test module stays on one,
 # so its fixtures are built once); then the local Slurm's tests alone (one local Slurm at a time); then the

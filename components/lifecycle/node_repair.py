@@ -99,13 +99,21 @@ def settings(config: ClusterConfig) -> contract.LifecycleSettings:
     )
 
 
+# The container runtime's default capabilities (containerd oci/spec.go defaultUnixCaps) but CHOWN: dropping them
+# leaves root CHOWN alone without *adding* one, which the slurm namespace's admission policy allows no pod but
+# slurmd (components/slinky/host_access.py).
+DEFAULT_CAPABILITIES_BUT_CHOWN = ["AUDIT_WRITE", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                                  "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID",
+                                  "SYS_CHROOT"]
+
+
 def output_dir_init(image: AgentImage) -> dict[str, Any]:
-    """The one step as root: make the probes' output directory on /shared, owned by the agent (CAP_CHOWN only)."""
+    """The one step as root: make the probes' output directory on /shared (root's), owned by the agent."""
     uid = str(contract.AGENT_UID)
     return {"name": "active-output", "image": image.reference,
             "command": ["install", "-d", "-o", uid, "-g", uid, "-m", "0750", ACTIVE_OUTPUT_DIR],
-            "securityContext": {**CONTAINER_SECURITY, "runAsUser": 0, "runAsNonRoot": False,
-                                "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]}},
+            "securityContext": {**CONTAINER_SECURITY, "runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": False,
+                                "capabilities": {"drop": DEFAULT_CAPABILITIES_BUT_CHOWN}},
             "resources": specs.guaranteed(RESOURCES),
             "volumeMounts": [specs.SHARED_VOLUME_MOUNT]}
 

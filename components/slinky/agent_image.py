@@ -70,6 +70,21 @@ def agent_image(name: str, config: ClusterConfig, cluster_name: str, opts: pulum
     """The image the agents' pods run: `slurm.images.agent`, or the image built here, by its digest."""
     if config.slurm.images.agent:
         return AgentImage(config.slurm.images.agent, config.slurm.images.agent)
+    return AgentImageBuild(name, config, cluster_name, opts).image
+
+
+class AgentImageBuild(pulumi.ComponentResource):
+    """The stack's ECR repository and the image built and pushed into it."""
+
+    image: AgentImage
+
+    def __init__(self, name: str, config: ClusterConfig, cluster_name: str, opts: pulumi.ResourceOptions) -> None:
+        super().__init__("slurm-eks:index:AgentImage", name, None, opts)
+        self.image = _build(name, config, cluster_name, pulumi.ResourceOptions(parent=self))
+        self.register_outputs({})
+
+
+def _build(name: str, config: ClusterConfig, cluster_name: str, opts: pulumi.ResourceOptions) -> AgentImage:
     repository = aws.ecr.Repository(
         name, name=f"{cluster_name}/{REPOSITORY}",
         # A tag once pushed names those bytes for good; each scan finds the base image's known CVEs on push.

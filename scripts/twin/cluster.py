@@ -243,7 +243,7 @@ class Twin:
     def _container(self, pod: PodPlan, container: ContainerPlan, volumes: Volumes, builder: images.ImageBuilder,
                    extra_mounts: Iterable[Any] = ()) -> Container:
         require_image(pod, container)
-        stage = images.stage_for_image(container.image)
+        stage = images.stage_for_image(container.image, pod.labels)
         known = stage in builder.stages
         if known:
             command = builder.command(stage, list(container.args) if container.args else None,
@@ -258,8 +258,8 @@ class Twin:
                          workdir=container.working_dir or None, run_as=self._run_as(pod, container))
 
     def _image_layers(self, pod: PodPlan, builder: images.ImageBuilder) -> list[str]:
-        stage = images.stage_for_image(pod.containers[0].image)
-        return [str(builder.layer(stage)), "/"] if stage in builder.stages else ["/"]
+        stage = images.stage_for_image(pod.containers[0].image, pod.labels)
+        return [*map(str, builder.layers(stage)), "/"] if stage in builder.stages else ["/"]
 
     def _start_pod(self, pod: PodPlan, kind: str, builder: images.ImageBuilder, *, devices: list[Device] = (),
                    trees: list[Tree] = (), extra_mounts: Mapping[str, list[Any]] | None = None,

@@ -21,10 +21,12 @@ import os
 import re
 import shlex
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from scripts.twin.errors import TwinError
+from slurm.agent import contract
 
 SLINKY_IMAGES = Path("upstream/slinky-containers/schedmd/slurm/25.11/ubuntu24.04")
 # Daemons in the image's /usr/sbin, clients in /usr/bin (the slurm-smd Debian packages' layout).
@@ -37,6 +39,12 @@ RUN_DIRECTORIES: dict[str, tuple[tuple[str, bool], ...]] = {
     "sackd": (("run/slurm", True),),
     "login": (("run/slurm", True),),
 }
+# The slurm-eks agent image: its Dockerfile's last stage over Slinky's sackd stage (its SACKD_IMAGE), with the
+# build context slurm/ (components/slinky/agent_image.py).
+AGENT_STAGE = "slurm-eks-agent"
+AGENT_CONTEXT = Path(__file__).resolve().parents[2] / "slurm"
+AGENT_DOCKERFILE = AGENT_CONTEXT / "agent" / "Dockerfile"
+AGENT_BASE_STAGE = "sackd"
 # The images' SlurmUser, made in the Dockerfile's base stage (ARG SLURM_USER_UID=401, `useradd --system`), the
 # same the operator names (slurm-operator v1.2.1 internal/builder/common/const.go SlurmUserUid).
 SLURM_USER, SLURM_UID = "slurm", 401
@@ -93,9 +101,12 @@ def parse_dockerfile(text: str) -> dict[str, ImageStage]:
     return stages
 
 
-def stage_for_image(reference: str) -> str:
+def stage_for_image(reference: str, labels: Mapping[str, str] | None = None) -> str:
     """`ghcr.io/slinkyproject/slurmd-pyxis:25.11.6-ubuntu24.04` -> `slurmd` (pyxis variants build on the plain
-    stage: Dockerfile.pyxis adds enroot and pyxis, which the twin stands in for)."""
+    stage: Dockerfile.pyxis adds enroot and pyxis, which the twin stands in for). The agent image, whose digest
+    only `pulumi up` knows (unknown in the plan), is known by its pods' label (slurm/agent/contract.py)."""
+    if labels is not None and contract.AGENT_POD_LABELS.items() <= labels.items():
+        return AGENT_STAGE
     name = reference.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
     return name.removesuffix("-pyxis")
 
@@ -120,6 +131,9 @@ class ImageBuilder:
             raise TwinError(f"{dockerfile} is missing: the twin builds its images from SlinkyProject/containers' "
                             "files in ../shared/upstream (the repository's sibling directory)")
         self.stages = parse_dockerfile(dockerfile.read_text())
+        # The agent's final stage (unnamed: the last FROM), its files from the agent's own build context.
+        agent = list(parse_dockerfile(AGENT_DOCKERFILE.read_text()).values())[-1]
+        self.stages[AGENT_STAGE] = ImageStage(AGENT_STAGE, agent.copies, agent.entrypoint, agent.cmd)
         self.prefix = slurm_prefix
         self.root = root
         # Files the twin adds per stage: (path in the image, file on this machine), e.g. the hardware shim.
@@ -129,6 +143,41 @@ class ImageBuilder:
         if name not in self.stages:
             raise TwinError(f"no stage {name!r} in Slinky's Dockerfile (stages: {', '.join(self.stages)})")
         return self.stages[name]
+
+    def layers(self, name: str) -> list[Path]:
+        """The layers of stage `name`'s image, top first: the agent's over the sackd stage's."""
+        if name == AGENT_STAGE:
+            return [self.agent_layer(), self.layer(AGENT_BASE_STAGE)]
+        return [self.layer(name)]
+
+    def agent_layer(self) -> Path:
+        """The agent Dockerfile's COPYs from slurm/, and for its `packages` stage (the hashed lock pip installs)
+        a python3 that runs this repository's venv, where `make` installed the same lock."""
+        layer = self.root / AGENT_STAGE
+        if layer.exists():
+            return layer
+        partial = self.root / f".{AGENT_STAGE}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        for sources, destination in self.stage(AGENT_STAGE).copies:
+            for source in sources:
+                src = AGENT_CONTEXT / source.rstrip("/")
+                target = partial / destination.lstrip("/")
+                if src.is_dir():
+                    shutil.copytree(src, target, dirs_exist_ok=True,
+                                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                else:
+                    target = target / src.name if destination.endswith("/") else target
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(src, target)
+        python = partial / "usr/local/bin/python3"
+        python.parent.mkdir(parents=True, exist_ok=True)
+        venv = AGENT_CONTEXT.parent / ".venv" / "bin" / "python3"
+        python.write_text("#!/bin/sh\n# The agent image's python3 with its site packages (ENV PYTHONPATH): this "
+                          f"repository's venv.\nPYTHONPATH=/opt/slurm-eks exec {venv} \"$@\"\n")
+        python.chmod(0o755)
+        (partial / "root").mkdir(mode=0o711, exist_ok=True)
+        partial.rename(layer)
+        return layer
 
     def layer(self, name: str) -> Path:
         """The layer directory of stage `name`, built on first use."""

@@ -143,9 +143,9 @@ def test_a_slurmd_pod_with_host_network_is_rejected() -> None:
 
 def test_a_job_breaking_its_namespaces_level_is_named() -> None:
     def into_restricted(inputs: dict[str, Any]) -> None:
-        inputs["metadata"]["namespace"] = "cert-manager"  # restricted: the accounts Job runs as root there
+        inputs["metadata"]["namespace"] = "cert-manager"  # restricted: the repair's init step runs as root there
 
-    plan = broken("Job", into_restricted, "accounts")
+    plan = broken("Deployment", into_restricted, "repair")
     (finding,) = pod_security.check(plan)
-    assert finding.resource.endswith("(kubernetes:batch/v1:Job)")
+    assert finding.resource.endswith("(kubernetes:apps/v1:Deployment)")
     assert "break Pod Security 'restricted'" in finding.message and "runAsNonRoot != true" in finding.message
