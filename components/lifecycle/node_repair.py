@@ -1,5 +1,5 @@
 """`NodeRepair`: the node lifecycle controller in the `slurm` namespace (slurm/health/, slurm/topology/,
-slurm/capacity/, slurm/aws/; standard library only): repair, active checks, and with EFA partitions or Capacity
+slurm/capacity/; the standard library, and boto3 for EC2): repair, active checks, and with EFA partitions or Capacity
 Blocks the EC2 side (components/slinky/lifecycle_settings.py) through an IRSA role of its own.
 
 It is a Slurm client the way the accounts reconcile is (components/slinky/accounts.py: the login image, sackd
@@ -29,7 +29,6 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-import slurm.aws
 import slurm.capacity
 import slurm.health
 import slurm.topology
@@ -54,7 +53,7 @@ SETTINGS_CONFIG_MAP = f"{NAME}-settings"
 CODE_CONFIG_MAP = f"{NAME}-code"
 # The controller ships as these packages' source files in a ConfigMap; imported here so the dependency shows in
 # the import graph (the import-linter contracts in pyproject.toml allow exactly these).
-SHIPPED = (slurm.health, slurm.topology, slurm.capacity, slurm.aws)
+SHIPPED = (slurm.health, slurm.topology, slurm.capacity)
 PACKAGES = tuple(pkg.__name__.rpartition(".")[2] for pkg in SHIPPED)
 SETTINGS_DIR = "/etc/slurm-eks/repair"
 METRICS_PORT = 9810
@@ -182,7 +181,8 @@ class NodeRepair(pulumi.ComponentResource):
             aws.iam.RolePolicy(f"{name}-ec2", role=aws_role.id, policy=json.dumps(ec2_read_policy(actions)),
                                opts=pulumi.ResourceOptions(parent=self))
             # amazon-eks-pod-identity-webhook: this annotation makes EKS project a web identity token and set
-            # AWS_ROLE_ARN / AWS_WEB_IDENTITY_TOKEN_FILE in the pod (slurm/aws/query.py trades them with STS).
+            # AWS_ROLE_ARN / AWS_WEB_IDENTITY_TOKEN_FILE in the pod (boto3's credential chain trades them with STS:
+            # slurm/agent/aws.py).
             account_meta["annotations"] = {"eks.amazonaws.com/role-arn": aws_role.arn}
         account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=account_meta, opts=options(after))
         role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta(NAME), rules=namespace_rules(args.config),

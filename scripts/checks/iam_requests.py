@@ -251,7 +251,7 @@ def lifecycle_calls(facts: Facts) -> list[Call]:
     settings = facts.lifecycle or {}
     calls = []
     if settings.get("topology"):
-        calls.append(_call(facts, "ec2:DescribeInstanceTopology", "*", "slurm/topology/sync.py describe_topology"))
+        calls.append(_call(facts, "ec2:DescribeInstanceTopology", "*", "slurm/topology/instance_topology.py describe"))
     if settings.get("capacityBlocks"):
         calls.append(_call(facts, "ec2:DescribeCapacityReservations", "*", "slurm/capacity/blocks.py block_ends"))
     return calls

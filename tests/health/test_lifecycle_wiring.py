@@ -1,17 +1,22 @@
 """The lifecycle controller's EC2 steps, from the stack to the loop: which stacks turn them on, what the plan gives
-the controller (settings, role, RBAC, egress, the Controller's topology file), and a pass that runs them, a
-failing step logged without stopping the others."""
+the controller (settings, role, RBAC, egress, the Controller's topology file), a pass that runs them, a failing
+step logged without stopping the others, and the seam between the agent and the stack: the EC2 operations a pass
+really calls (through the agents' boto3 client, answered by botocore's Stubber: tests/agent/ec2.py) are the
+actions the stack's IAM policy grants and the deploy check's IAM rule knows."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
+from datetime import UTC, datetime, timedelta
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from components.config.validation import parse_cluster_config
@@ -21,20 +26,23 @@ from components.slinky.lifecycle_settings import (
     INITIAL_TOPOLOGY,
     TOPOLOGY_CONFIG_MAP,
     TOPOLOGY_NAME,
+    ec2_actions,
     lifecycle_settings,
 )
-from slurm.aws.query import AwsError
+from scripts.checks.iam_requests import Facts, lifecycle_calls
 from slurm.health.__main__ import Controller
 from slurm.health.kube import Kube
 from slurm.health.ledger import ConfigMapLedger
 from slurm.health.metrics import Registry
 from slurm.topology.render import flat_topology_yaml
+from tests.agent.ec2 import recorded_operations, stubbed_ec2
 from tests.config.helpers import raw_config
 from tests.health.test_controller import NOW, FixedSlurm
 from tests.health.test_kube import FakeKube, node, pod
 from tests.plan.fixtures import one, shipped_plan
 
 BLOCK = "cr-0123456789abcdef0"
+INSTANCE = "i-0123456789abcdef0"
 
 
 def with_block() -> Any:
@@ -82,7 +90,8 @@ def test_the_initial_file_is_what_the_controller_writes_before_any_node() -> Non
     assert flat_topology_yaml(TOPOLOGY_NAME) == INITIAL_TOPOLOGY
 
 
-def test_a_pass_runs_each_ec2_step_and_a_failing_one_does_not_stop_the_next(tmp_path: Path) -> None:
+def test_a_pass_runs_each_ec2_step_and_a_failing_one_does_not_stop_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeKube()
     try:
         (tmp_path / "token").write_text(fake.token)
@@ -91,37 +100,120 @@ def test_a_pass_runs_each_ec2_step_and_a_failing_one_does_not_stop_the_next(tmp_
             with_block())))
         controller = Controller.from_settings(settings)
         assert controller.topology is not None and controller.blocks == {"gpu-h100": [BLOCK]}
-        called: list[str] = []
-
-        def ec2(action: str, params: dict[str, str]) -> ET.Element:
-            called.append(action)
-            raise AwsError("https://ec2.us-west-2.amazonaws.com/: HTTP 403: UnauthorizedOperation: not allowed")
-
+        ec2, stub = stubbed_ec2(monkeypatch)
+        for operation, params in (("describe_instance_topology", {"InstanceIds": [INSTANCE]}),
+                                  ("describe_capacity_reservations", {"CapacityReservationIds": [BLOCK]})):
+            stub.add_client_error(operation, "UnauthorizedOperation", "not allowed", 403, expected_params=params)
         fake.pods["gpu-h100-0"] = pod("gpu-h100-0", "ip-10-0-0-1")
-        fake.nodes["ip-10-0-0-1"] = node("ip-10-0-0-1", "i-0123456789abcdef0")
+        fake.nodes["ip-10-0-0-1"] = node("ip-10-0-0-1", INSTANCE)
         logs: list[dict[str, Any]] = []
         controller.one_pass(FixedSlurm([]), kube, ConfigMapLedger(kube), Registry(), NOW, logs.append, ec2=ec2)
-        assert called == ["DescribeInstanceTopology", "DescribeCapacityReservations"]
-        assert [(e["event"], e["step"]) for e in logs if e["event"] == "error"] == [
-            ("error", "topology"), ("error", "capacity-blocks")]
+        stub.assert_no_pending_responses()  # both steps called EC2, in this order
+        errors = [e for e in logs if e["event"] == "error"]
+        assert [e["step"] for e in errors] == ["topology", "capacity-blocks"]
+        assert all("UnauthorizedOperation" in e["error"] for e in errors)
     finally:
         fake.close()
 
 
-def test_the_controller_code_imports_on_python_alone(tmp_path: Path) -> None:
+def fake_scontrol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An `scontrol` first on PATH that knows no reservation and accepts every command, logging each argv."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    script = folder / "scontrol"
+    script.write_text(f'#!/bin/sh\necho "$@" >> {folder}/argv\necho "No reservations in the system"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', os.defpath)}")
+    return folder / "argv"
+
+
+@pytest.mark.parametrize("stack", ["prod", "prod-with-a-capacity-block"])
+def test_the_ec2_calls_of_a_pass_are_the_actions_the_stack_grants(
+        stack: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every EC2 operation the agent code calls in a full pass, as botocore is asked for it, against what the
+    stack's IAM policy allows (components/slinky/lifecycle_settings.py ec2_actions) and what the deploy check's IAM
+    rule expects the controller to call (scripts/checks/iam_requests.py lifecycle_calls): a call added to the
+    agent without its action, or an action granted that nothing calls, fails here."""
+    config = with_block() if stack.endswith("block") else parse_cluster_config(raw_config("prod"), "prod")[0]
+    settings = json.loads(json.dumps(repair_settings(config)))
+    controller = Controller.from_settings(settings)
+    scontrol = fake_scontrol(tmp_path, monkeypatch)
+    ec2, stub = stubbed_ec2(monkeypatch)
+    called = recorded_operations(ec2)
+    stub.add_response("describe_instance_topology", {"Instances": [
+        {"InstanceId": INSTANCE, "InstanceType": "p5.48xlarge", "AvailabilityZone": "us-west-2a",
+         "NetworkNodes": ["nn-0a1b2c3d4e5f60701", "nn-1b2c3d4e5f6a70801", "nn-2c3d4e5f6a7b80901"]}]},
+        {"InstanceIds": [INSTANCE]})
+    if controller.blocks:
+        end = datetime.fromtimestamp(NOW, UTC) + timedelta(days=7)
+        stub.add_response("describe_capacity_reservations", {"CapacityReservations": [
+            {"CapacityReservationId": BLOCK, "ReservationType": "capacity-block", "EndDate": end}]},
+            {"CapacityReservationIds": [BLOCK]})
+    fake = FakeKube()
+    try:
+        (tmp_path / "token").write_text(fake.token)
+        kube = Kube(fake.url, tmp_path / "token")
+        fake.pods["gpu-h100-0"] = pod("gpu-h100-0", "ip-10-0-0-1")
+        fake.nodes["ip-10-0-0-1"] = node("ip-10-0-0-1", INSTANCE)
+        logs: list[dict[str, Any]] = []
+        controller.one_pass(FixedSlurm([]), kube, ConfigMapLedger(kube), Registry(), NOW, logs.append, ec2=ec2)
+    finally:
+        fake.close()
+    stub.assert_no_pending_responses()
+    assert [e for e in logs if e["event"] == "error"] == []  # every step ran through
+    assert bool(controller.blocks) == scontrol.exists()  # the block's reservation was made
+    calls = {f"ec2:{name}" for name in called}
+    assert calls == set(ec2_actions(config))
+    facts = Facts(partition="aws", region=config.region, account="123456789012", cluster="c",
+                  kubernetes_version="1.33", lifecycle=settings)
+    assert calls == {c.request.action for c in lifecycle_calls(facts)}
+
+
+# What the import loads, printed by the child: top-level modules outside the standard library. The child runs
+# with -S (no site: no .pth file, so not this project's editable install) and only boto3's site-packages folder
+# added after the laid-out code.
+LOADED = ("import json, sys; sys.path.append(sys.argv[1]); import slurm.health.__main__ as m; "
+          "print(json.dumps({'file': m.__file__, "
+          "'errors': [e.__name__ for e in m.STEP_ERRORS], 'loaded': sorted({n.split('.')[0] for n in sys.modules} "
+          "- set(sys.stdlib_module_names) - set(sys.builtin_module_names) - {'__main__', '__mp_main__'})}))")
+# botocore imports certifi when it is there and falls back to its own CA bundle otherwise (botocore/httpsession.py).
+OPTIONAL = {"certifi"}
+
+
+def boto3_distributions() -> set[str]:
+    """boto3 and what it requires, transitively, by its installed metadata (extras left out)."""
+    seen: set[str] = set()
+    todo = ["boto3"]
+    while todo:
+        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+        if name not in seen:
+            seen.add(name)
+            todo += [re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0] for r in metadata.requires(name) or ()
+                     if "extra ==" not in r]
+    return seen
+
+
+def test_the_controller_code_imports_with_the_standard_library_and_boto3(tmp_path: Path) -> None:
     """As the Deployment lays the code ConfigMap out (components/lifecycle/node_repair.py: key ->
-    slurm/<package>/<file>), with
-    python3 -S -E: every module the loop imports, with no site-packages."""
+    slurm/<package>/<file>): every module the loop imports is there, in the standard library, or boto3 and what
+    boto3 itself requires (the agents' EC2 client, slurm/agent/aws.py)."""
     spec = repair_deployment_items()
     for key, text in package_files().items():
         target = tmp_path / spec[key]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-    python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
-    done = subprocess.run([python, "-S", "-E", "-c", "import slurm.health.__main__ as m; print(m.STEP_ERRORS)"],
-                          cwd=tmp_path, env={"PATH": os.defpath}, capture_output=True, text=True, timeout=60)
+    site_packages = Path(metadata.distribution("boto3").locate_file(""))
+    done = subprocess.run([sys.executable, "-S", "-E", "-c", LOADED, str(site_packages)], cwd=tmp_path,
+                          env={"PATH": os.defpath}, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "AwsError" in done.stdout
+    found = json.loads(done.stdout)
+    assert Path(found["file"]).is_relative_to(tmp_path)  # the laid-out copy, not this checkout
+    assert {"ClientError", "BotoCoreError"} <= set(found["errors"])
+    owners = metadata.packages_distributions()
+    allowed = boto3_distributions()
+    outside = [name for name in found["loaded"] if name not in {"slurm", *OPTIONAL} and not (
+        {re.sub(r"[-_.]+", "-", d).lower() for d in owners.get(name, [])} & allowed)]
+    assert outside == [], f"the controller imports more than boto3: {outside}"
 
 
 def repair_deployment_items() -> dict[str, str]:

@@ -31,8 +31,8 @@ from components.config.cluster import ClusterConfig
 from components.config.validation import parse_cluster_config
 from components.slinky.health_settings import health_slurm_conf, node_health_env
 from slurm import client
-from slurm.cli_backend import run
 from slurm.agent import contract as m
+from slurm.cli_backend import run
 from slurm.health.active_runner import ActiveChecks, PartitionCheck, Probe
 from slurm.health.controller import repair_pass
 from slurm.health.kube import Kube
