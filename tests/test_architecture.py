@@ -150,17 +150,21 @@ def test_a_third_party_module_reached_from_the_accounts_reconcile_is_broken(tmp_
 def test_the_lifecycle_packages_reaching_outside_themselves_is_broken(tmp_path: Path) -> None:
     report = broken(tmp_path, "lifecycle", {
         "slurm/health/__main__.py": "from slurm.topology import sync\n",  # one another: allowed
-        "slurm/topology/sync.py": "import boto3\n",
-        "slurm/capacity/blocks.py": "from slurm.client import Client\n", "slurm/client.py": "",
-        # the agent's two clients: allowed
+        "slurm/topology/sync.py": "import botocore\nimport requests\n",  # botocore (EC2): allowed
+        "slurm/capacity/blocks.py": "from slurm.agent import aws\nfrom slurm.client import Client\n",
+        "slurm/client.py": "", "slurm/agent/aws.py": "import boto3\nimport yaml\n",
+        # the agent's clients: allowed
         "slurm/health/controller.py": "from slurm.agent import kube, metrics\n",
         "slurm/agent/kube.py": "import kubernetes\nimport urllib3\n",
         "slurm/agent/metrics.py": "import prometheus_client\n",
     })
     assert "reaches kubernetes" not in report and "reaches prometheus_client" not in report
-    assert "slurm.topology reaches boto3 (slurm.topology.sync -> boto3)" in report
-    assert "slurm.health reaches boto3 (slurm.health.__main__ -> slurm.topology.sync -> boto3)" in report
+    assert "slurm.topology reaches requests (slurm.topology.sync -> requests)" in report
+    assert "slurm.health reaches requests (slurm.health.__main__ -> slurm.topology.sync -> requests)" in report
     assert "slurm.capacity reaches slurm.client" in report
+    # slurm.agent (the agents' shared modules) is allowed, but not what it reaches beyond boto3
+    assert "slurm.capacity reaches yaml (slurm.capacity.blocks -> slurm.agent.aws -> yaml)" in report
+    assert "reaches boto3" not in report and "reaches botocore" not in report and "reaches slurm.agent" not in report
 
 
 def test_pulumi_reached_from_the_stack_config_is_broken(tmp_path: Path) -> None:

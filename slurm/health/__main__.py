@@ -19,10 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from botocore.client import BaseClient
+from botocore.exceptions import BotoCoreError, ClientError
+
+from slurm.agent.aws import ec2_client
 from slurm.agent.kube import Kube, KubeError
 from slurm.agent.metrics import Registry, serve
-from slurm.aws.query import AwsError, QueryClient
-from slurm.capacity.blocks import Call, capacity_pass
+from slurm.capacity.blocks import capacity_pass
 from slurm.capacity.reservations import ReservationError
 from slurm.health.active_runner import ActiveChecks, PartitionCheck, Probe
 from slurm.health.controller import Log, log_json, repair_pass
@@ -33,8 +36,10 @@ from slurm.health.slurm_access import CliSlurm, SlurmAccess
 from slurm.topology.instance_topology import InstanceTopology
 from slurm.topology.sync import TopologySettings, topology_pass
 
-# What a topology or Capacity Block step may fail with; anything else is a bug and stops the controller.
-STEP_ERRORS = (AwsError, KubeError, ReservationError, ValueError, OSError)
+# What a topology or Capacity Block step may fail with; anything else is a bug and stops the controller. botocore
+# raises ClientError for an error EC2 answered (after its retries) and a BotoCoreError for one it met on the way:
+# no credentials, an endpoint it could not reach (botocore/exceptions.py).
+STEP_ERRORS = (ClientError, BotoCoreError, KubeError, ReservationError, ValueError, OSError)
 
 
 @dataclass
@@ -74,7 +79,7 @@ class Controller:
         return self.topology is not None or bool(self.blocks)
 
     def one_pass(self, slurm: SlurmAccess, kube: Kube, ledger: LedgerStore, metrics: Registry, now: float,
-                 log: Log = log_json, ec2: Call | None = None) -> None:
+                 log: Log = log_json, ec2: BaseClient | None = None) -> None:
         repair_pass(slurm, kube, ledger, self.policy, metrics, now, dry_run=not self.act, log=log)
         self.checks.round(slurm, metrics, now, log)
         if ec2 is None:
@@ -115,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         threading.Thread(target=demand_loop, name="demand", daemon=True, args=(
             CliSlurm(), metrics, controller.demand, controller.demand_seconds, threading.Event())).start()
     ledger = ConfigMapLedger(kube, settings["ledgerConfigMap"], settings["namespace"])
-    ec2 = QueryClient.ec2_in_pod(controller.region).call if controller.uses_ec2 else None
+    ec2 = ec2_client(controller.region) if controller.uses_ec2 else None
     while True:
         controller.one_pass(slurm, kube, ledger, metrics, time.time(), ec2=ec2)
         time.sleep(controller.pass_seconds)

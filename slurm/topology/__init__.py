@@ -1,5 +1,7 @@
-"""Slurm network topology from EC2: DescribeInstanceTopology responses (`instance_topology`), the switch tree
-they describe (`tree`), and that tree as topology.conf or topology.yaml (`render`).
+"""Slurm network topology from EC2: DescribeInstanceTopology through boto3 (`instance_topology`), the switch tree
+the instances describe (`tree`), that tree as topology.conf or topology.yaml (`render`), and the lifecycle
+controller's step that keeps it current (`sync`).
 
-Standard library only: it runs in the cluster's containers, which have python3 and no pip packages.
+The standard library, and botocore for the EC2 client the controller passes in (slurm/agent/aws.py); the
+`lifecycle` import-linter contract in pyproject.toml holds it to that.
 """

@@ -17,18 +17,18 @@ only when it changed:
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from slurm.topology.instance_topology import ACTION, InstanceTopology, batches, parse_page, request_params
+from botocore.client import BaseClient
+
+from slurm.topology.instance_topology import InstanceTopology, describe
 from slurm.topology.render import flat_topology_yaml, render_topology_yaml
 from slurm.topology.tree import build_tree
 
 ANNOTATION = "topology.slinky.slurm.net/spec"  # slurm-operator v1.2.1 api/v1beta1/well_known.go
 PROVIDER_PREFIX = "aws:///"
-Call = Callable[[str, dict[str, str]], ET.Element]  # a Query API call: action, parameters -> response root
 Log = Callable[[dict[str, Any]], None]
 
 
@@ -73,20 +73,7 @@ def slurm_nodes_by_host(kube: KubeApi, settings: TopologySettings) -> dict[str, 
     return hosts
 
 
-def describe_topology(call: Call, ids: Sequence[str]) -> list[InstanceTopology]:
-    """DescribeInstanceTopology for `ids`, a batch of at most 100 per call, every page."""
-    found: list[InstanceTopology] = []
-    for batch in batches(ids):
-        token: str | None = None
-        while True:
-            page = parse_page(call(ACTION, request_params(batch, token)))
-            found += page.instances
-            if not (token := page.next_token):
-                break
-    return found
-
-
-def topology_pass(kube: KubeApi, call: Call, settings: TopologySettings, log: Log,
+def topology_pass(kube: KubeApi, ec2: BaseClient, settings: TopologySettings, log: Log,
                   known: dict[str, InstanceTopology] | None = None) -> str:
     """One sync; returns the topology.yaml it leaves in place. `known` (kept by the caller across passes) holds the
     placed instances already read: a running instance keeps its place in the network, so EC2 is asked only about
@@ -96,7 +83,7 @@ def topology_pass(kube: KubeApi, call: Call, settings: TopologySettings, log: Lo
     nodes = {node["metadata"]["name"]: node for node in kube.nodes() if node["metadata"]["name"] in hosts}
     instances = {host: iid for host, node in nodes.items() if (iid := instance_id(node))}
     new = sorted(set(instances.values()) - known.keys())
-    known.update((r.instance_id, r) for r in (describe_topology(call, new) if new else []) if r.placed)
+    known.update((r.instance_id, r) for r in (describe(ec2, new) if new else []) if r.placed)
     records = [known[iid] for iid in set(instances.values()) if iid in known]
     by_instance: dict[str, list[str]] = {}
     for host, slurm_nodes in hosts.items():

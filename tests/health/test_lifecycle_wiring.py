@@ -1,13 +1,20 @@
 """The lifecycle controller's EC2 steps, from the stack to the loop: which stacks turn them on, what the plan gives
-the controller (settings, role, RBAC, egress, the Controller's topology file), and a pass that runs them, a
-failing step logged without stopping the others."""
+the controller (settings, role, RBAC, egress, the Controller's topology file), a pass that runs them, a failing
+step logged without stopping the others, and the seam between the agent and the stack: the EC2 operations a pass
+really calls (through the agents' boto3 client, answered by botocore's Stubber: tests/agent/ec2.py) are the
+actions the stack's IAM policy grants and the deploy check's IAM rule knows."""
 
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
+import os
+import re
+from datetime import UTC, datetime, timedelta
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from components.config.validation import parse_cluster_config
@@ -17,19 +24,22 @@ from components.slinky.lifecycle_settings import (
     INITIAL_TOPOLOGY,
     TOPOLOGY_CONFIG_MAP,
     TOPOLOGY_NAME,
+    ec2_actions,
     lifecycle_settings,
 )
+from scripts.checks.iam_requests import Facts, lifecycle_calls
 from slurm.agent.metrics import Registry
-from slurm.aws.query import AwsError
 from slurm.health.__main__ import Controller
 from slurm.health.ledger import ConfigMapLedger
 from slurm.topology.render import flat_topology_yaml
+from tests.agent.ec2 import recorded_operations, stubbed_ec2
 from tests.config.helpers import raw_config
 from tests.health.kube_api import ApiServer, node, pod
 from tests.health.test_controller import NOW, FixedSlurm
 from tests.plan.fixtures import one, shipped_plan
 
 BLOCK = "cr-0123456789abcdef0"
+INSTANCE = "i-0123456789abcdef0"
 
 
 def with_block() -> Any:
@@ -77,7 +87,8 @@ def test_the_initial_file_is_what_the_controller_writes_before_any_node() -> Non
     assert flat_topology_yaml(TOPOLOGY_NAME) == INITIAL_TOPOLOGY
 
 
-def test_a_pass_runs_each_ec2_step_and_a_failing_one_does_not_stop_the_next() -> None:
+def test_a_pass_runs_each_ec2_step_and_a_failing_one_does_not_stop_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = ApiServer()
     try:
         kube = fake.client()
@@ -85,21 +96,93 @@ def test_a_pass_runs_each_ec2_step_and_a_failing_one_does_not_stop_the_next() ->
             with_block())))
         controller = Controller.from_settings(settings)
         assert controller.topology is not None and controller.blocks == {"gpu-h100": [BLOCK]}
-        called: list[str] = []
-
-        def ec2(action: str, params: dict[str, str]) -> ET.Element:
-            called.append(action)
-            raise AwsError("https://ec2.us-west-2.amazonaws.com/: HTTP 403: UnauthorizedOperation: not allowed")
-
+        ec2, stub = stubbed_ec2(monkeypatch)
+        for operation, params in (("describe_instance_topology", {"InstanceIds": [INSTANCE]}),
+                                  ("describe_capacity_reservations", {"CapacityReservationIds": [BLOCK]})):
+            stub.add_client_error(operation, "UnauthorizedOperation", "not allowed", 403, expected_params=params)
         fake.pods["gpu-h100-0"] = pod("gpu-h100-0", "ip-10-0-0-1")
-        fake.nodes["ip-10-0-0-1"] = node("ip-10-0-0-1", "i-0123456789abcdef0")
+        fake.nodes["ip-10-0-0-1"] = node("ip-10-0-0-1", INSTANCE)
         logs: list[dict[str, Any]] = []
         controller.one_pass(FixedSlurm([]), kube, ConfigMapLedger(kube), Registry(), NOW, logs.append, ec2=ec2)
-        assert called == ["DescribeInstanceTopology", "DescribeCapacityReservations"]
-        assert [(e["event"], e["step"]) for e in logs if e["event"] == "error"] == [
-            ("error", "topology"), ("error", "capacity-blocks")]
-        # the topology step read the slurmd pods and the nodes before EC2 refused; it wrote nothing
-        assert ("GET", "/api/v1/namespaces/slurm/pods") in fake.calls() and ("GET", "/api/v1/nodes") in fake.calls()
-        assert not [r for r in fake.requests if r.method not in ("GET",)]
+        stub.assert_no_pending_responses()  # both steps called EC2, in this order
+        errors = [e for e in logs if e["event"] == "error"]
+        assert [e["step"] for e in errors] == ["topology", "capacity-blocks"]
+        assert all("UnauthorizedOperation" in e["error"] for e in errors)
     finally:
         fake.close()
+
+
+def fake_scontrol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An `scontrol` first on PATH that knows no reservation and accepts every command, logging each argv."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    script = folder / "scontrol"
+    script.write_text(f'#!/bin/sh\necho "$@" >> {folder}/argv\necho "No reservations in the system"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', os.defpath)}")
+    return folder / "argv"
+
+
+@pytest.mark.parametrize("stack", ["prod", "prod-with-a-capacity-block"])
+def test_the_ec2_calls_of_a_pass_are_the_actions_the_stack_grants(
+        stack: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every EC2 operation the agent code calls in a full pass, as botocore is asked for it, against what the
+    stack's IAM policy allows (components/slinky/lifecycle_settings.py ec2_actions) and what the deploy check's IAM
+    rule expects the controller to call (scripts/checks/iam_requests.py lifecycle_calls): a call added to the
+    agent without its action, or an action granted that nothing calls, fails here."""
+    config = with_block() if stack.endswith("block") else parse_cluster_config(raw_config("prod"), "prod")[0]
+    settings = json.loads(json.dumps(repair_settings(config)))
+    controller = Controller.from_settings(settings)
+    scontrol = fake_scontrol(tmp_path, monkeypatch)
+    ec2, stub = stubbed_ec2(monkeypatch)
+    called = recorded_operations(ec2)
+    stub.add_response("describe_instance_topology", {"Instances": [
+        {"InstanceId": INSTANCE, "InstanceType": "p5.48xlarge", "AvailabilityZone": "us-west-2a",
+         "NetworkNodes": ["nn-0a1b2c3d4e5f60701", "nn-1b2c3d4e5f6a70801", "nn-2c3d4e5f6a7b80901"]}]},
+        {"InstanceIds": [INSTANCE]})
+    if controller.blocks:
+        end = datetime.fromtimestamp(NOW, UTC) + timedelta(days=7)
+        stub.add_response("describe_capacity_reservations", {"CapacityReservations": [
+            {"CapacityReservationId": BLOCK, "ReservationType": "capacity-block", "EndDate": end}]},
+            {"CapacityReservationIds": [BLOCK]})
+    fake = ApiServer()
+    try:
+        kube = fake.client()
+        fake.pods["gpu-h100-0"] = pod("gpu-h100-0", "ip-10-0-0-1")
+        fake.nodes["ip-10-0-0-1"] = node("ip-10-0-0-1", INSTANCE)
+        logs: list[dict[str, Any]] = []
+        controller.one_pass(FixedSlurm([]), kube, ConfigMapLedger(kube), Registry(), NOW, logs.append, ec2=ec2)
+    finally:
+        fake.close()
+    stub.assert_no_pending_responses()
+    assert [e for e in logs if e["event"] == "error"] == []  # every step ran through
+    assert bool(controller.blocks) == scontrol.exists()  # the block's reservation was made
+    calls = {f"ec2:{name}" for name in called}
+    assert calls == set(ec2_actions(config))
+    facts = Facts(partition="aws", region=config.region, account="123456789012", cluster="c",
+                  kubernetes_version="1.33", lifecycle=settings)
+    assert calls == {c.request.action for c in lifecycle_calls(facts)}
+
+
+# What the import loads, printed by the child: top-level modules outside the standard library. The child runs
+# with -S (no site: no .pth file, so not this project's editable install) and only boto3's site-packages folder
+# added after the laid-out code.
+LOADED = ("import json, sys; sys.path.append(sys.argv[1]); import slurm.health.__main__ as m; "
+          "print(json.dumps({'file': m.__file__, "
+          "'errors': [e.__name__ for e in m.STEP_ERRORS], 'loaded': sorted({n.split('.')[0] for n in sys.modules} "
+          "- set(sys.stdlib_module_names) - set(sys.builtin_module_names) - {'__main__', '__mp_main__'})}))")
+# botocore imports certifi when it is there and falls back to its own CA bundle otherwise (botocore/httpsession.py).
+OPTIONAL = {"certifi"}
+
+
+def boto3_distributions() -> set[str]:
+    """boto3 and what it requires, transitively, by its installed metadata (extras left out)."""
+    seen: set[str] = set()
+    todo = ["boto3"]
+    while todo:
+        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+        if name not in seen:
+            seen.add(name)
+            todo += [re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0] for r in metadata.requires(name) or ()
+                     if "extra ==" not in r]
+    return seen

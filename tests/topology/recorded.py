@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+import json
 from pathlib import Path
+from typing import Any
 
-from slurm.topology.instance_topology import InstanceTopology, parse_pages
+from slurm.topology.instance_topology import InstanceTopology, read_pages
 
 DATA = Path(__file__).parent / "data"
-PAGES = (DATA / "describe-instance-topology-page-1.xml", DATA / "describe-instance-topology-page-2.xml")
+PAGES = (DATA / "describe-instance-topology-page-1.json", DATA / "describe-instance-topology-page-2.json")
 
 SPINE_ODD, SPINE_EVEN = "nn-0a1b2c3d4e5f60701", "nn-0a1b2c3d4e5f60702"
 MID_ODD, MID_EVEN_1, MID_EVEN_2 = "nn-1b2c3d4e5f6a70801", "nn-1b2c3d4e5f6a70802", "nn-1b2c3d4e5f6a70803"
@@ -20,12 +21,13 @@ def instance_id(k: int) -> str:
     return f"i-0a1b2c3d4e5f6a70{k}"
 
 
-def roots() -> list[ET.Element]:
-    return [ET.parse(page).getroot() for page in PAGES]
+def pages() -> list[dict[str, Any]]:
+    """The two pages, fresh copies (a test may edit its own)."""
+    return [json.loads(page.read_text()) for page in PAGES]
 
 
 def instances() -> tuple[InstanceTopology, ...]:
-    return parse_pages(roots())
+    return read_pages(pages())
 
 
 def one_node_each(prefix: str = "tn") -> dict[str, list[str]]:

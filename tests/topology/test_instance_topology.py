@@ -1,26 +1,39 @@
-"""Parsing DescribeInstanceTopology pages and the Query API parameters of each call."""
+"""DescribeInstanceTopology through the agents' boto3 client, answered by botocore's Stubber (tests/agent/ec2.py:
+moto has no DescribeInstanceTopology): the requests of each batch and page, and the instances read from the
+answers."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
+import botocore
 import pytest
 
-from slurm.aws.query import EC2_VERSION
 from slurm.topology import instance_topology as it
-from tests.conftest import require_module
+from tests.agent.ec2 import stubbed_ec2
 from tests.topology import recorded
 
+EC2_MODEL = Path(botocore.__file__).parent / "data" / "ec2" / "2016-11-15" / "service-2.json.gz"
 
-def test_pages_parse_to_nine_instances_and_a_next_token_on_the_first() -> None:
-    first, second = (it.parse_page(root) for root in recorded.roots())
-    assert first.next_token == "eyJ2IjoiMiIsImMiOiJ0b3BvbG9neS1wYWdlLTIifQ=="
-    assert second.next_token is None
-    listed = [i.instance_id for i in first.instances + second.instances]
-    assert listed == [recorded.instance_id(k) for k in range(1, 10)]
+
+def test_botocore_pages_the_operation(monkeypatch: pytest.MonkeyPatch) -> None:
+    # describe() relies on botocore's paginator (data/ec2/2016-11-15/paginators-1.json) to follow NextToken.
+    ec2, _ = stubbed_ec2(monkeypatch)
+    assert ec2.can_paginate(it.OPERATION)
+
+
+def test_both_recorded_pages_are_read_following_next_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    ec2, stub = stubbed_ec2(monkeypatch)
+    first, second = recorded.pages()
+    ids = [recorded.instance_id(k) for k in range(1, 10)]
+    stub.add_response(it.OPERATION, first, {"InstanceIds": ids})
+    stub.add_response(it.OPERATION, second, {"InstanceIds": ids, "NextToken": first["NextToken"]})
+    found = it.describe(ec2, ids)
+    stub.assert_no_pending_responses()
+    assert [i.instance_id for i in found] == ids
 
 
 def test_network_nodes_keep_the_response_order_top_layer_first() -> None:
@@ -40,91 +53,62 @@ def test_an_uncovered_instance_type_has_no_network_nodes() -> None:
     assert (uncovered.instance_type, uncovered.network_nodes, uncovered.placed) == ("m5.xlarge", (), False)
 
 
-def _botocore_parse(xml: bytes) -> dict:
-    """The same bytes through botocore's own EC2 response parser and model (an independent reading)."""
-    botocore = require_module("botocore", "make test installs it with boto3")
-    from botocore import parsers
-    from botocore.model import ServiceModel
-
-    model_file = Path(botocore.__file__).parent / "data" / "ec2" / EC2_VERSION / "service-2.json.gz"
-    model = ServiceModel(json.loads(gzip.decompress(model_file.read_bytes())))
-    output = model.operation_model(it.ACTION).output_shape
-    return parsers.create_parser("ec2").parse({"body": xml, "headers": {}, "status_code": 200}, output)
+def test_capacity_block_and_missing_network_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    ec2, stub = stubbed_ec2(monkeypatch)
+    stub.add_response(it.OPERATION, {"Instances": [
+        {"InstanceId": "i-1", "InstanceType": "p6e-gb200.36xlarge", "AvailabilityZone": "us-east-1a",
+         "CapacityBlockId": "cb-0123"}]}, {"InstanceIds": ["i-1"]})
+    (found,) = it.describe(ec2, ["i-1"])
+    assert (found.capacity_block_id, found.network_nodes) == ("cb-0123", ())
 
 
-@pytest.mark.parametrize("page", recorded.PAGES, ids=lambda p: p.name)
-def test_recorded_pages_read_the_same_with_botocore(page: Path) -> None:
-    """Guards the element names: a misspelt one would be dropped by botocore and differ from ours."""
-    theirs = _botocore_parse(page.read_bytes())
-    ours = it.parse_page(ET.parse(page).getroot())
-    assert theirs.get("NextToken") == ours.next_token
-    assert [
-        (i["InstanceId"], i["InstanceType"], i["AvailabilityZone"], tuple(i.get("NetworkNodes", ())),
-         i.get("CapacityBlockId"))
-        for i in theirs["Instances"]
-    ] == [(i.instance_id, i.instance_type, i.availability_zone, i.network_nodes, i.capacity_block_id)
-          for i in ours.instances]
-
-
-def test_capacity_block_and_missing_node_set() -> None:
-    xml = f"""<DescribeInstanceTopologyResponse xmlns="{it.NAMESPACE}"><instanceSet><item>
-      <instanceId>i-1</instanceId><instanceType>p6e-gb200.36xlarge</instanceType>
-      <availabilityZone>us-east-1a</availabilityZone><capacityBlockId>cb-0123</capacityBlockId>
-    </item></instanceSet></DescribeInstanceTopologyResponse>"""
-    page = it.parse_page(ET.fromstring(xml))
-    assert page.instances[0].capacity_block_id == "cb-0123"
-    assert page.instances[0].network_nodes == ()
-    assert page.next_token is None
-
-
-def test_other_documents_are_refused() -> None:
-    with pytest.raises(ValueError, match="not a DescribeInstanceTopology response"):
-        it.parse_page(ET.fromstring("<DescribeInstanceTopologyResponse/>"))  # no namespace
-    with pytest.raises(ValueError, match="without <instanceId>"):
-        it.parse_page(ET.fromstring(
-            f'<DescribeInstanceTopologyResponse xmlns="{it.NAMESPACE}"><instanceSet><item/></instanceSet>'
-            "</DescribeInstanceTopologyResponse>"))
+@pytest.mark.parametrize("missing", ["InstanceId", "InstanceType", "AvailabilityZone"])
+def test_an_instance_without_a_required_field_is_refused(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
+    item: dict[str, Any] = {"InstanceId": "i-1", "InstanceType": "p5.48xlarge", "AvailabilityZone": "us-east-2b"}
+    del item[missing]
+    ec2, stub = stubbed_ec2(monkeypatch)
+    stub.add_response(it.OPERATION, {"Instances": [item]}, {"InstanceIds": ["i-1"]})
+    with pytest.raises(ValueError, match=f"without {missing}"):
+        it.describe(ec2, ["i-1"])
 
 
 def test_a_later_page_replaces_an_instance_listed_twice() -> None:
-    first, second = recorded.roots()
-    moved = ET.fromstring(ET.tostring(second))
-    moved.find(f"{{{it.NAMESPACE}}}instanceSet/{{{it.NAMESPACE}}}item/{{{it.NAMESPACE}}}instanceId").text = (
-        recorded.instance_id(1))
-    found = it.parse_pages([first, moved])
+    first, second = recorded.pages()
+    second["Instances"][0]["InstanceId"] = recorded.instance_id(1)
+    found = it.read_pages([first, second])
     assert len(found) == 8
     assert {i.instance_id: i for i in found}[recorded.instance_id(1)].network_nodes[-1] == recorded.LEAF_68
 
 
-def test_request_params_name_each_instance_and_never_max_results_with_them() -> None:
-    assert it.request_params(["i-a", "i-b"], None) == {
-        "InstanceId.1": "i-a", "InstanceId.2": "i-b"}
-    assert it.request_params(["i-a"], "tok")["NextToken"] == "tok"
-
-
-def test_request_params_without_instances_page_through_all() -> None:
-    assert it.request_params([], "tok") == {
-        "MaxResults": "100", "NextToken": "tok"}
+def test_without_instances_the_listing_pages_through_all_never_max_results_with_ids(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert it.request(["i-a", "i-b"]) == {"InstanceIds": ["i-a", "i-b"]}
+    # PaginationConfig.PageSize goes out as the paginator's limit_key, MaxResults, on every page.
+    ec2, stub = stubbed_ec2(monkeypatch)
+    stub.add_response(it.OPERATION, {"Instances": [], "NextToken": "tok"}, {"MaxResults": it.MAX_RESULTS})
+    stub.add_response(it.OPERATION, {"Instances": []}, {"MaxResults": it.MAX_RESULTS, "NextToken": "tok"})
+    assert list(ec2.get_paginator(it.OPERATION).paginate(**it.request([])))
+    stub.assert_no_pending_responses()
 
 
 def test_the_limits_match_the_botocore_model() -> None:
-    botocore = require_module("botocore", "make test installs it with boto3")
-    model_file = Path(botocore.__file__).parent / "data" / "ec2" / EC2_VERSION / "service-2.json.gz"
-    shapes = json.loads(gzip.decompress(model_file.read_bytes()))["shapes"]
+    shapes = json.loads(gzip.decompress(EC2_MODEL.read_bytes()))["shapes"]
     assert shapes["DescribeInstanceTopologyMaxResults"]["max"] == it.MAX_RESULTS
     ids = shapes["DescribeInstanceTopologyRequest"]["members"]["InstanceIds"]
-    assert ids["locationName"] == "InstanceId"
     assert f"Maximum {it.MAX_INSTANCE_IDS} explicitly specified instance IDs" in ids["documentation"]
 
 
-def test_batches_of_at_most_100_ids() -> None:
-    ids = [f"i-{n:05d}" for n in range(250)] + ["i-00000"]
+def test_more_than_100_instances_take_one_listing_per_100(monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = [f"i-{n:017x}" for n in range(250)] + ["i-00000000000000000"]
     groups = it.batches(ids)
     assert [len(group) for group in groups] == [100, 100, 50]
     assert [i for group in groups for i in group] == ids[:250]
+    ec2, stub = stubbed_ec2(monkeypatch)
     for group in groups:
-        assert len([k for k in it.request_params(group, None) if k.startswith("InstanceId.")]) == len(group)
+        stub.add_response(it.OPERATION, {"Instances": []}, {"InstanceIds": list(group)})
+    assert it.describe(ec2, ids) == []
+    stub.assert_no_pending_responses()
     with pytest.raises(ValueError, match="at most 100"):
-        it.request_params(ids[:101], None)
+        it.request(ids[:101])
     with pytest.raises(ValueError):
         it.batches(ids, size=101)
