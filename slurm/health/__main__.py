@@ -22,6 +22,7 @@ from typing import Any
 from botocore.client import BaseClient
 from botocore.exceptions import BotoCoreError, ClientError
 
+from slurm.agent import contract
 from slurm.agent.aws import ec2_client
 from slurm.agent.kube import Kube, KubeError
 from slurm.agent.metrics import Registry, serve
@@ -58,21 +59,22 @@ class Controller:
     demand_seconds: float = 15.0
 
     @classmethod
-    def from_settings(cls, settings: dict[str, Any], probe: Probe | None = None) -> Controller:
-        active = settings["activeChecks"]
-        checks = {name: PartitionCheck(c["kind"], int(c["ranks"]), c.get("floorGBps"))
-                  for name, c in active["partitions"].items()}
-        topology = settings.get("topology")
-        return cls(Policy(max_per_hour=int(settings["repair"]["maxPerHour"])), bool(settings["repair"]["enabled"]),
-                   ActiveChecks(checks, float(active["intervalSeconds"]), float(active["relativeFloor"]),
-                                int(active["maxNodesPerRound"]), probe or Probe(Path(active["outputDir"]))),
-                   float(settings["passSeconds"]),
-                   TopologySettings(topology["name"], topology["namespace"], topology["podSelector"],
-                                    topology["configMap"], topology["key"]) if topology else None,
-                   {p: list(ids) for p, ids in settings.get("capacityBlocks", {}).items()},
-                   settings.get("region", ""),
-                   demand={p: int(n) for p, n in settings.get("demand", {}).get("maxNodes", {}).items()},
-                   demand_seconds=float(settings.get("demand", {}).get("seconds", 15.0)))
+    def from_settings(cls, document: dict[str, Any], probe: Probe | None = None) -> Controller:
+        """From the settings document, as slurm/agent/contract.py LifecycleSettings defines it."""
+        settings = contract.LifecycleSettings.parse(document)
+        checks = {name: PartitionCheck(c.kind, c.ranks, c.floor_gbps)
+                  for name, c in settings.active_partitions.items()}
+        topology = settings.topology
+        return cls(Policy(max_per_hour=settings.repair_max_per_hour), settings.repair_enabled,
+                   ActiveChecks(checks, settings.active_interval_seconds, settings.active_relative_floor,
+                                settings.active_max_nodes_per_round, probe or Probe(Path(settings.active_output_dir))),
+                   settings.pass_seconds,
+                   TopologySettings(topology.name, topology.namespace, topology.pod_selector, topology.config_map,
+                                    topology.key) if topology else None,
+                   {p: list(ids) for p, ids in settings.capacity_blocks.items()},
+                   settings.region,
+                   demand=dict(settings.demand_max_nodes),
+                   demand_seconds=settings.demand_seconds)
 
     @property
     def uses_ec2(self) -> bool:
@@ -114,12 +116,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     settings = json.loads(parser.parse_args(argv).settings.read_text())
     controller = Controller.from_settings(settings)
     metrics = Registry()
-    serve(metrics, port=int(settings["metricsPort"]))
+    serve(metrics, port=contract.LifecycleSettings.parse(settings).metrics_port)
     slurm, kube = CliSlurm(), Kube.in_cluster()
     if controller.demand:
         threading.Thread(target=demand_loop, name="demand", daemon=True, args=(
             CliSlurm(), metrics, controller.demand, controller.demand_seconds, threading.Event())).start()
-    ledger = ConfigMapLedger(kube, settings["ledgerConfigMap"], settings["namespace"])
+    parsed = contract.LifecycleSettings.parse(settings)
+    ledger = ConfigMapLedger(kube, parsed.ledger_config_map, parsed.namespace)
     ec2 = ec2_client(controller.region) if controller.uses_ec2 else None
     while True:
         controller.one_pass(slurm, kube, ledger, metrics, time.time(), ec2=ec2)

@@ -145,6 +145,6 @@ def test_the_controller_counts_the_stacks_partitions_with_their_max_nodes() -> N
     from slurm.health.__main__ import Controller
 
     config, _ = load_stack("prod")
-    controller = Controller.from_settings(json.loads(json.dumps(settings(config))))
+    controller = Controller.from_settings(json.loads(settings(config).json()))
     assert controller.demand == MAX_NODES == {n: p.max_nodes for n, p in config.partitions.items()}
     assert controller.demand_seconds == DEMAND_SECONDS

@@ -25,7 +25,6 @@ from components.slinky.lifecycle_settings import (
     TOPOLOGY_CONFIG_MAP,
     TOPOLOGY_NAME,
     ec2_actions,
-    lifecycle_settings,
 )
 from scripts.checks.iam_requests import Facts, lifecycle_calls
 from slurm.agent.metrics import Registry
@@ -49,11 +48,11 @@ def with_block() -> Any:
 
 
 def test_prod_places_its_efa_partitions_dev_has_none() -> None:
-    prod = lifecycle_settings(parse_cluster_config(raw_config("prod"), "prod")[0])
+    prod = repair_settings(parse_cluster_config(raw_config("prod"), "prod")[0]).document()
     assert prod["topology"]["configMap"] == TOPOLOGY_CONFIG_MAP and prod["capacityBlocks"] == {}
-    dev = lifecycle_settings(parse_cluster_config(raw_config("dev"), "dev")[0])
+    dev = repair_settings(parse_cluster_config(raw_config("dev"), "dev")[0]).document()
     assert dev["topology"] is None and dev["capacityBlocks"] == {}
-    assert lifecycle_settings(with_block())["capacityBlocks"] == {"gpu-h100": [BLOCK]}
+    assert repair_settings(with_block()).capacity_blocks == {"gpu-h100": [BLOCK]}
 
 
 def test_rbac_grows_only_with_topology() -> None:
@@ -92,8 +91,7 @@ def test_a_pass_runs_each_ec2_step_and_a_failing_one_does_not_stop_the_next(
     fake = ApiServer()
     try:
         kube = fake.client()
-        settings = json.loads(json.dumps(repair_settings(
-            with_block())))
+        settings = json.loads(repair_settings(with_block()).json())
         controller = Controller.from_settings(settings)
         assert controller.topology is not None and controller.blocks == {"gpu-h100": [BLOCK]}
         ec2, stub = stubbed_ec2(monkeypatch)
@@ -131,7 +129,7 @@ def test_the_ec2_calls_of_a_pass_are_the_actions_the_stack_grants(
     rule expects the controller to call (scripts/checks/iam_requests.py lifecycle_calls): a call added to the
     agent without its action, or an action granted that nothing calls, fails here."""
     config = with_block() if stack.endswith("block") else parse_cluster_config(raw_config("prod"), "prod")[0]
-    settings = json.loads(json.dumps(repair_settings(config)))
+    settings = json.loads(repair_settings(config).json())
     controller = Controller.from_settings(settings)
     scontrol = fake_scontrol(tmp_path, monkeypatch)
     ec2, stub = stubbed_ec2(monkeypatch)

@@ -22,7 +22,7 @@ def rendered(**health: Any) -> dict[str, Any]:
     raw = raw_config("prod")
     set_at("health", health)(raw)
     config, _ = parse_cluster_config(raw, "prod")
-    return json.loads(json.dumps(settings(config)))  # as the pod reads it from the ConfigMap
+    return json.loads(settings(config).json())  # as the pod reads it from the ConfigMap
 
 
 def test_the_controller_reads_what_the_stack_renders() -> None:

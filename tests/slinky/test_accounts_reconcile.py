@@ -18,6 +18,7 @@ import pytest
 from components.config.cluster import ClusterConfig
 from components.slinky import accounts
 from components.slinky.accounts_document import desired_document, desired_json
+from components.slinky.agent_image import AgentImage
 from scripts.manifests.manifest_schema import SchemaRegistry, validate_manifest
 from scripts.offline.diff import diff_plans, render_text
 from scripts.offline.mocks import RealisticMocks
@@ -27,13 +28,14 @@ from slurm.accounts import desired
 from tests.slinky.helpers import config_of, variant
 
 CLUSTER = "ML-Training-Prod"
+IMAGE = AgentImage(f"123456789012.dkr.ecr.us-west-2.amazonaws.com/x/slurm-eks-agent@sha256:{'a' * 64}", "tag-1")
 DATA = Path(__file__).resolve().parents[1] / "slurm" / "data" / "sacctmgr"
 
 
 def planned(config: ClusterConfig) -> Plan:
     def program() -> None:
         parent = pulumi.ComponentResource("slurm-eks:index:SlurmCluster", "slurm")
-        accounts.accounts_reconcile("slurm", parent, k8s.Provider("k8s"), config, CLUSTER, [])
+        accounts.accounts_reconcile("slurm", parent, k8s.Provider("k8s"), config, CLUSTER, IMAGE, [])
 
     return record(program, "test", RealisticMocks(region=config.region, cluster_name=CLUSTER))
 
@@ -46,15 +48,14 @@ def prod(change: Any = lambda raw: None) -> ClusterConfig:
     return config_of(variant("prod", change))
 
 
-def test_two_config_maps_and_a_job_named_after_what_they_hold(crd_registry: SchemaRegistry) -> None:
+def test_a_config_map_and_a_job_named_after_what_they_hold(crd_registry: SchemaRegistry) -> None:
     config = prod()
     found = manifests(planned(config))
-    document, code = accounts.desired_json(config, CLUSTER), accounts.package_files()
-    job_name = accounts.job_name(document, code)
-    assert set(found) == {"ConfigMap/slurm-eks-accounts", "ConfigMap/slurm-eks-accounts-code", f"Job/{job_name}"}
+    document = accounts.desired_json(config, CLUSTER)
+    job_name = accounts.job_name(document, IMAGE)
+    # The document, no code: the code is the agent image's.
+    assert set(found) == {"ConfigMap/slurm-eks-accounts", f"Job/{job_name}"}
     assert found["ConfigMap/slurm-eks-accounts"]["data"] == {"desired.json": document}
-    assert set(found["ConfigMap/slurm-eks-accounts-code"]["data"]) == {
-        p.name for p in (Path(__file__).resolve().parents[2] / "slurm" / "accounts").glob("*.py")}
     job = found[f"Job/{job_name}"]
     assert all(doc["metadata"]["namespace"] == "slurm" for doc in found.values())
     assert [str(p) for doc in found.values() for p in validate_manifest(doc, crd_registry)] == []
@@ -63,15 +64,18 @@ def test_two_config_maps_and_a_job_named_after_what_they_hold(crd_registry: Sche
     pod = job["spec"]["template"]["spec"]
     assert pod["restartPolicy"] == "Never" and job["spec"]["backoffLimit"] == accounts.BACKOFF_LIMIT
     (container,) = pod["containers"]
-    assert container["image"] == "ghcr.io/slinkyproject/login-pyxis:25.11.6-ubuntu24.04"
-    assert "sackd --conf-server slurm-controller.slurm:6817" in container["command"][-1]
-    assert container["command"][-1].rstrip().endswith("apply --desired /etc/slurm-eks/accounts/desired.json")
+    assert container["image"] == IMAGE.reference and "command" not in container  # the image's entry point
+    assert container["args"] == ["accounts", "--conf-server", "slurm-controller.slurm:6817",
+                                 "--desired", "/etc/slurm-eks/accounts/desired.json"]
+    # SlurmUser, never root; the key readable to its group alone (auth/slurm refuses o+r).
+    assert pod["securityContext"]["runAsUser"] == 401 and pod["securityContext"]["fsGroup"] == 401
+    assert pod["securityContext"]["runAsNonRoot"] is True
     key = next(v for v in pod["volumes"] if v["name"] == "slurm-key")["secret"]
-    assert key["secretName"] == "slurm-auth-slurm" and key["defaultMode"] == 0o400  # auth/slurm refuses o+r
-    # Another document or another reconcile is another Job; the same ones are the same Job.
-    assert accounts.job_name(document, code) == job_name
-    assert accounts.job_name(document.replace("64", "32"), code) != job_name
-    assert accounts.job_name(document, {**code, "plan.py": code["plan.py"] + "#"}) != job_name
+    assert key["secretName"] == "slurm-auth-slurm" and key["defaultMode"] == 0o440
+    # Another document or another agent image is another Job; the same ones are the same Job.
+    assert accounts.job_name(document, IMAGE) == job_name
+    assert accounts.job_name(document.replace("64", "32"), IMAGE) != job_name
+    assert accounts.job_name(document, AgentImage(IMAGE.reference, "tag-2")) != job_name
 
 
 def test_one_qos_limit_lowered_is_one_line_in_the_diff() -> None:
@@ -107,29 +111,28 @@ def test_the_document_is_sorted_and_every_user_defaults_to_their_first_account()
     assert state.accounts["llm"].qos == frozenset({"llm"}) and state.users["carol"].default_account == "vision"
 
 
-def test_the_reconcile_runs_on_python_alone(tmp_path: Path) -> None:
-    """As the Job lays it out (no slurm/__init__.py) with python3 -S -E: no site-packages, no PYTHON* variables.
-    sacctmgr is a stand-in printing what the real one printed on the local Slurm (tests/slurm/data/sacctmgr)."""
-    code = tmp_path / "code" / "slurm" / "accounts"
-    code.mkdir(parents=True)
-    for name, text in accounts.package_files().items():
-        (code / name).write_text(text)
+def test_the_agent_entry_point_runs_the_reconcile(tmp_path: Path) -> None:
+    """`python3 -m slurm.agent accounts --desired FILE`, the Job's args without --conf-server (no slurmctld here).
+    sacctmgr is a stand-in printing what the real one printed on the local Slurm (tests/slurm/data/sacctmgr) and
+    refusing any change: the document asks to remove what it lists, so the apply fails on its first change."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     stand_in = bin_dir / "sacctmgr"
     stand_in.write_text('#!/bin/sh\ncase "$*" in\n  *OnlyDefaults*) f=association_onlydefaults ;;\n'
                         '  *"show association"*) f=association ;;\n  *"show qos"*) f=qos ;;\n'
-                        '  *"show account"*) f=account ;;\n  *"show cluster"*) f=cluster ;;\n  *) exit 1 ;;\nesac\n'
+                        '  *"show account"*) f=account ;;\n  *"show cluster"*) f=cluster ;;\n'
+                        '  *) echo "$*" >> "$0.log"; exit 1 ;;\nesac\n'
                         f'exec cat "{DATA}/show_$f.txt"\n')
     stand_in.chmod(0o755)
     (tmp_path / "d.json").write_text(json.dumps({"format": 1, "cluster": "local"}))
-    python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
-    done = subprocess.run([python, "-S", "-E", "-m", "slurm.accounts", "plan", "--desired", str(tmp_path / "d.json")],
-                          cwd=tmp_path / "code", env={"PATH": f"{bin_dir}:{os.defpath}"},
+    done = subprocess.run([sys.executable, "-m", "slurm.agent", "accounts", "--desired", str(tmp_path / "d.json")],
+                          cwd=Path(__file__).resolve().parents[2],
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.defpath}"},
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0] == "0 to add, 0 to change, 9 to remove"
-    assert "- qos sek-b" in done.stdout and "- user sek-alice: account sek-a" in done.stdout
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["- user sek-alice: account sek-a"]  # the first change, as it applies
+    assert (bin_dir / "sacctmgr.log").read_text().split() == [
+        "--immediate", "remove", "user", "where", "name=sek-alice", "account=sek-a", "cluster=local"]
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

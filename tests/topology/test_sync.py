@@ -1,5 +1,6 @@
 """The lifecycle controller's topology step against ApiServer (a local HTTP server playing the Kubernetes API,
-tests/health/kube_api.py, through the official client in slurm/agent/kube.py) and the agents' EC2 client answered by botocore's Stubber from the recorded pages, each
+tests/health/kube_api.py, through slurm/agent/kube.py) and the agents' EC2 client answered by
+botocore's Stubber from the recorded pages, each
 holding back the instances a call did not ask for (as EC2 does)."""
 
 from __future__ import annotations
