@@ -100,8 +100,8 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     # (components/observability/stack.py).
     Observability("observability", ObservabilityArgs(config, namespaces, autoscaling.metrics, autoscaling.monitoring,
                                                      storage.file_system_id), opts)
-    # Nodes the checks drained are replaced; active checks measure idle ones (slurm/health/); EFA nodes are placed
-    # in Slurm's topology from EC2 and Capacity Blocks' ends reserved (slurm/topology/, slurm/capacity/).
+    # Nodes the checks drained are replaced; active checks measure idle ones (slurm/agent/health/); EFA nodes are placed
+    # in Slurm's topology from EC2 and Capacity Blocks' ends reserved (slurm/agent/topology/, slurm/agent/capacity/).
     NodeRepair("repair", NodeRepairArgs(config, cluster.provider, [slurm.controller, autoscaling.metrics,
                                                                    storage], cluster, agents), opts)
     outputs: dict[str, pulumi.Input[object]] = {}

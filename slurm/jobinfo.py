@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-from slurm.health.slurm_json import number
+from slurm.agent.health.slurm_json import number
 
 TERMINAL_STATES = frozenset(
     {

@@ -99,12 +99,16 @@ def _write(root: Path, name: str, text: str) -> None:
 
 def test_components_importing_a_tool_or_an_unshipped_slurm_module_is_broken(tmp_path: Path) -> None:
     report = broken(tmp_path, "components", {
-        "components/aws/eks.py": "from scripts.offline import mocks\nimport slurm.health\nfrom slurm import client\n",
-        "scripts/offline/mocks.py": "", "slurm/client.py": "", "slurm/health/__init__.py": "",
+        "components/aws/eks.py": "from scripts.offline import mocks\nimport slurm.agent.health\n"
+                                 "from slurm import client\nfrom slurm.agent import contract\n",
+        "scripts/offline/mocks.py": "", "slurm/client.py": "", "slurm/agent/health/__init__.py": "",
+        "slurm/agent/contract.py": "",
     })
     assert "components.aws.eks -> scripts.offline.mocks (l.1)" in report
     assert "components.aws.eks -> slurm.client (l.3)" in report
-    assert "slurm.health" not in report  # shipped as source: allowed
+    # The agents run in their image: components/ may name their contract, never their code.
+    assert "components.aws.eks -> slurm.agent.health (l.2)" in report
+    assert "slurm.agent.contract" not in report
 
 
 def test_the_policy_pack_importing_the_cli_is_broken(tmp_path: Path) -> None:
@@ -140,31 +144,51 @@ def test_pulumi_reached_from_slurm_through_another_package_is_broken(tmp_path: P
 
 def test_a_third_party_module_reached_from_the_accounts_reconcile_is_broken(tmp_path: Path) -> None:
     report = broken(tmp_path, "accounts", {
-        "slurm/accounts/plan.py": "import json\nfrom slurm import jobinfo\n", "slurm/jobinfo.py": "import yaml\n",
+        "slurm/agent/accounts/plan.py": "import json\nfrom slurm import jobinfo\n", "slurm/jobinfo.py": "import yaml\n",
     })
-    assert "slurm.accounts reaches slurm.jobinfo (slurm.accounts.plan -> slurm.jobinfo)" in report
-    assert "slurm.accounts reaches yaml (slurm.accounts.plan -> slurm.jobinfo -> yaml)" in report
+    assert "slurm.agent.accounts reaches slurm.jobinfo (slurm.agent.accounts.plan -> slurm.jobinfo)" in report
+    assert "slurm.agent.accounts reaches yaml (slurm.agent.accounts.plan -> slurm.jobinfo -> yaml)" in report
     assert "reaches json" not in report
 
 
 def test_the_lifecycle_packages_reaching_outside_themselves_is_broken(tmp_path: Path) -> None:
     report = broken(tmp_path, "lifecycle", {
-        "slurm/health/__main__.py": "from slurm.topology import sync\n",  # one another: allowed
-        "slurm/topology/sync.py": "import botocore\nimport requests\n",  # botocore (EC2): allowed
-        "slurm/capacity/blocks.py": "from slurm.agent import aws\nfrom slurm.client import Client\n",
+        "slurm/agent/health/__main__.py": "from slurm.agent.topology import sync\n",  # one another: allowed
+        "slurm/agent/topology/sync.py": "import botocore\nimport requests\n",  # botocore (EC2): allowed
+        "slurm/agent/capacity/blocks.py": "from slurm.agent import aws\nfrom slurm.client import Client\n",
         "slurm/client.py": "", "slurm/agent/aws.py": "import boto3\nimport yaml\n",
         # the agent's clients: allowed
-        "slurm/health/controller.py": "from slurm.agent import kube, metrics\n",
+        "slurm/agent/health/controller.py": "from slurm.agent import kube, metrics\n",
         "slurm/agent/kube.py": "import kubernetes\nimport urllib3\n",
         "slurm/agent/metrics.py": "import prometheus_client\n",
     })
     assert "reaches kubernetes" not in report and "reaches prometheus_client" not in report
-    assert "slurm.topology reaches requests (slurm.topology.sync -> requests)" in report
-    assert "slurm.health reaches requests (slurm.health.__main__ -> slurm.topology.sync -> requests)" in report
-    assert "slurm.capacity reaches slurm.client" in report
+    assert "slurm.agent.topology reaches requests (slurm.agent.topology.sync -> requests)" in report
+    assert "slurm.agent.health reaches requests (slurm.agent.health.__main__ -> slurm.agent.topology.sync -> " \
+        "requests)" in report
+    assert "slurm.agent.capacity reaches slurm.client" in report
     # slurm.agent (the agents' shared modules) is allowed, but not what it reaches beyond boto3
-    assert "slurm.capacity reaches yaml (slurm.capacity.blocks -> slurm.agent.aws -> yaml)" in report
+    assert "slurm.agent.capacity reaches yaml (slurm.agent.capacity.blocks -> slurm.agent.aws -> yaml)" in report
     assert "reaches boto3" not in report and "reaches botocore" not in report and "reaches slurm.agent" not in report
+
+
+def test_the_contract_reaching_a_client_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "agent-contract", {
+        "slurm/agent/contract.py": "import json\nfrom slurm.agent import kube\n", "slurm/agent/kube.py": "import kubernetes\n"})
+    assert "slurm.agent.contract reaches kubernetes (slurm.agent.contract -> slurm.agent.kube -> kubernetes)" in report
+    assert "reaches json" not in report
+
+
+def test_the_agent_package_reaching_beyond_its_lock_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "agent", {
+        "slurm/agent/kube.py": "import kubernetes\nimport urllib3\n", "slurm/agent/aws.py": "import boto3\n",
+        "slurm/agent/metrics.py": "import prometheus_client\n",
+        "slurm/agent/health/__init__.py": "from slurm import jobinfo\n", "slurm/jobinfo.py": "import yaml\n",
+        "slurm/agent/accounts/__init__.py": "import pulumi\n",
+    })
+    assert "slurm.agent reaches slurm.jobinfo" in report and "slurm.agent reaches yaml" in report
+    assert "slurm.agent reaches pulumi (slurm.agent.accounts -> pulumi)" in report
+    assert not re.search(r"reaches (kubernetes|urllib3|boto3|prometheus_client)\b", report)
 
 
 def test_pulumi_reached_from_the_stack_config_is_broken(tmp_path: Path) -> None:
@@ -224,8 +248,8 @@ def test_a_loop_between_root_packages_is_broken(tmp_path: Path) -> None:
 def test_a_loop_between_sibling_packages_is_broken(tmp_path: Path) -> None:
     # What slurm/health and slurm/topology had: no module cycle, a package loop.
     report = broken(tmp_path, "loops", {
-        "slurm/health/__main__.py": "from slurm.topology.sync import topology_pass\n",
-        "slurm/topology/sync.py": "from slurm.health.kube import Kube\n", "slurm/health/kube.py": "",
+        "slurm/agent/health/__main__.py": "from slurm.agent.topology.sync import topology_pass\n",
+        "slurm/agent/topology/sync.py": "from slurm.agent.health.kube import Kube\n", "slurm/agent/health/kube.py": "",
     })
     assert "No cycles are allowed in slurm." in report
     assert "- .health -> .topology" in report or "- .topology -> .health" in report

@@ -25,7 +25,7 @@ from scripts.cli import policy as policy_command
 from scripts.cli.accounts import document_finding
 from scripts.cli.main import app
 from scripts.cli.preflight import outcome
-from slurm.accounts.desired import DocumentError
+from slurm.agent.accounts.desired import DocumentError
 from tests.config.helpers import raw_config
 from tests.plan.fixtures import shipped_plan
 

@@ -1,4 +1,4 @@
-"""`health`: the checks every Slurm node runs (slurm/health/node-check.sh), the repair controller that has
+"""`health`: the checks every Slurm node runs (slurm/node/node-check.sh), the repair controller that has
 Karpenter replace nodes they drained, the active bandwidth checks, and how long a queue may wait before an
 alert. On by default; the keys only tune it. Without Pulumi, so the config can import it."""
 

@@ -3,7 +3,7 @@ metrics in Prometheus, and Karpenter brings up or gives back the nodes its pods 
 
 The target is the number of nodes the partition needs now: nodes running jobs (Slurm's own metrics) plus the
 nodes its pending jobs want, counting only jobs that would start if the nodes existed
-(`slurm_eks_partition_nodes_wanted`, slurm/health/demand.py in the lifecycle controller: a held job, one over
+(`slurm_eks_partition_nodes_wanted`, slurm/agent/health/demand.py in the lifecycle controller: a held job, one over
 its QoS or association cap, or one waiting on a dependency or a begin time wants none; each of our job
 templates takes whole nodes). While that series is absent (the controller down) the target falls back to
 Slurm's own count: pending jobs, held ones included, plus the extra nodes of the widest. With `AverageValue`

@@ -59,7 +59,7 @@ SETTINGS_CONFIG_MAP = f"{NAME}-settings"
 SETTINGS_DIR = "/etc/slurm-eks/repair"
 METRICS_PORT = 9810
 PASS_SECONDS = 60
-# How often the pending jobs' nodes are counted for KEDA (slurm/health/demand.py): twice per KEDA poll
+# How often the pending jobs' nodes are counted for KEDA (slurm/agent/health/demand.py): twice per KEDA poll
 # (components/lifecycle/autoscaling.py POLLING_SECONDS, which imports from here through the NetworkPolicies).
 DEMAND_SECONDS = 15
 # Probes (Slurm jobs as `slurm` on the checked node) write their output here; the controller reads it. Made by
@@ -68,7 +68,7 @@ ACTIVE_OUTPUT_DIR = f"{SHARED_MOUNT}/.slurm-eks/active-checks"
 
 
 def settings(config: ClusterConfig) -> contract.LifecycleSettings:
-    """What the controller reads at start (slurm/health/__main__.py)."""
+    """What the controller reads at start (slurm/agent/health/__main__.py)."""
     health = config.health
     checks = {}
     for name, check in active_checks(config).items():
@@ -89,7 +89,7 @@ def settings(config: ClusterConfig) -> contract.LifecycleSettings:
         active_relative_floor=health.active_checks.relative_floor,
         active_max_nodes_per_round=health.active_checks.max_nodes_per_round,
         active_partitions=checks,
-        # The pending jobs' nodes, per partition, for KEDA (slurm/health/demand.py): a job asking for more than
+        # The pending jobs' nodes, per partition, for KEDA (slurm/agent/health/demand.py): a job asking for more than
         # maxNodes never starts, so it counts 0; refreshed twice per KEDA poll.
         demand_seconds=DEMAND_SECONDS,
         demand_max_nodes={name: p.max_nodes for name, p in config.partitions.items()},

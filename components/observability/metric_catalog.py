@@ -190,7 +190,7 @@ INFINIBAND = Exporter(
 # slurm/agent/contract.py ALL, restated: components/ imports of slurm/ only what it ships (the `components`
 # import-linter contract); tests/observability/test_catalog.py fails when the two differ, so a name here is the
 # exporter's.
-# The nodes each partition's pending jobs want, counting only jobs that could start (slurm/health/demand.py):
+# The nodes each partition's pending jobs want, counting only jobs that could start (slurm/agent/health/demand.py):
 # what KEDA scales on (components/lifecycle/autoscaling.py nodes_needed_query).
 PARTITION_NODES_WANTED = "slurm_eks_partition_nodes_wanted"
 SLURM_EKS = Exporter(

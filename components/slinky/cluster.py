@@ -93,7 +93,7 @@ class SlurmCluster(pulumi.ComponentResource):
         files = slurm_conf.config_files(instances)
         config_maps = [self._object(f"{name}-{cm}", k8s.core.v1.ConfigMap, cm, base, data=data)
                        for cm, data in (files | node_health.config_maps(c)).items()]
-        if places_topology(c):  # its data is the lifecycle controller's (slurm/topology/sync.py) once it runs
+        if places_topology(c):  # its data is the lifecycle controller's (slurm/agent/topology/sync.py) once it runs
             config_maps.append(self._object(f"{name}-topology", k8s.core.v1.ConfigMap, TOPOLOGY_CONFIG_MAP, base,
                                             data={TOPOLOGY_FILE: INITIAL_TOPOLOGY}, ignore_changes=["data"]))
         partitions = self._object(f"{name}-partitions", k8s.core.v1.ConfigMap, PARTITIONS_CONFIG_MAP, base,

@@ -1,6 +1,6 @@
 """What each node's checks expect and which partitions get active checks, from the stack config alone.
 
-node-check.sh (slurm/health/) reads one env file per node: the NodeSet's pod mounts its partition's file at
+node-check.sh (slurm/agent/health/) reads one env file per node: the NodeSet's pod mounts its partition's file at
 HEALTH_ENV beside the script (components/slinky/node_health.py). Slurm runs the same script three ways: as
 HealthCheckProgram (an absolute path in the pod), and as Prolog and Epilog, which Slinky's operator lists by
 bare file name (slurm-operator v1.2.1 internal/builder/controllerbuilder/controller_config.go

@@ -1,7 +1,7 @@
 """What the node lifecycle controller (components/lifecycle/node_repair.py) does beyond repair, from the stack config
 alone:
-keep Slurm's network topology current for EFA partitions (slurm/topology/sync.py), and hold a maintenance
-reservation over the end of each Capacity Block (slurm/capacity/blocks.py). Both read EC2, so they also decide
+keep Slurm's network topology current for EFA partitions (slurm/agent/topology/sync.py), and hold a maintenance
+reservation over the end of each Capacity Block (slurm/agent/capacity/blocks.py). Both read EC2, so they also decide
 whether the controller gets an AWS role.
 """
 
@@ -18,7 +18,7 @@ TOPOLOGY_CONFIG_MAP = "slurm-eks-topology"
 TOPOLOGY_FILE = "topology.yaml"
 TOPOLOGY_NAME = "ec2"
 SLURMD_SELECTOR = contract.SLURMD_POD_SELECTOR
-# What topology.yaml holds until a slurmd pod runs (slurm/topology/render.py flat_topology_yaml writes the same):
+# What topology.yaml holds until a slurmd pod runs (slurm/agent/topology/render.py flat_topology_yaml writes the same):
 # the flat topology, Slurm's default without one (https://slurm.schedmd.com/topology.yaml.html, `flat`).
 INITIAL_TOPOLOGY = f'# No Slurm node placed yet: flat (slurm-eks).\n---\n- topology: "{TOPOLOGY_NAME}"\n' \
                    "  cluster_default: true\n  flat: true\n"
@@ -45,7 +45,7 @@ def ec2_actions(config: ClusterConfig) -> list[str]:
 
 
 def topology_settings(config: ClusterConfig) -> contract.TopologySettings | None:
-    """Where the controller places EFA nodes (slurm/topology/sync.py); None without EFA partitions."""
+    """Where the controller places EFA nodes (slurm/agent/topology/sync.py); None without EFA partitions."""
     if not places_topology(config):
         return None
     return contract.TopologySettings(TOPOLOGY_NAME, SLURM_NAMESPACE, SLURMD_SELECTOR, TOPOLOGY_CONFIG_MAP,

@@ -1,4 +1,4 @@
-"""The node checks in Slinky's objects: ConfigMaps holding slurm/health/node-check.sh (as the NodeSet pods'
+"""The node checks in Slinky's objects: ConfigMaps holding slurm/node/node-check.sh (as the NodeSet pods'
 HealthCheckProgram, and as the Controller's Prolog and Epilog scripts) and each partition's expectations, the
 NodeSet pod's volumes for them, and the dcgm-exporter job-mapping directory on GPU nodes.
 
@@ -13,13 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import slurm.health
+import slurm.node
 from components.compute.scheduling import partition_instance
 from components.config.cluster import ClusterConfig
 from components.slinky.health_settings import DCGM_JOB_MAP_DIR, EPILOG_FILE, HEALTH_DIR, PROLOG_FILE, node_health_env
 
 # node-check.sh is package data of slurm.health, shipped in a ConfigMap: the import makes the dependency visible.
-SCRIPT = Path(slurm.health.__file__).parent / "node-check.sh"
+SCRIPT = Path(slurm.node.__file__).parent / "node-check.sh"
 SCRIPT_CONFIG_MAP = "slurm-eks-node-check"
 PROLOG_CONFIG_MAP = "slurm-eks-prolog"
 EPILOG_CONFIG_MAP = "slurm-eks-epilog"

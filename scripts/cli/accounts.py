@@ -2,7 +2,7 @@
 
 `desired` renders the document a stack declares; `plan` and `apply` reconcile a cluster's slurmdbd to such a
 document with sacctmgr (where the Slurm client commands reach it: a login pod, or the local Slurm). The work is
-in slurm/accounts/, which the in-cluster Job runs as `python3 -m slurm.accounts`.
+in slurm/agent/accounts/, which the in-cluster Job runs as `python3 -m slurm.agent.accounts`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from components.config.stackfile import STACKS_DIR, load_stack
 from components.findings import Finding
 from components.slinky.accounts_document import desired_json
 from scripts.cli.problems import err, fail_config, print_findings
-from slurm.accounts.desired import DocumentError
-from slurm.accounts.errors import AccountsError
-from slurm.accounts.reconcile import apply_file, plan_file
+from slurm.agent.accounts.desired import DocumentError
+from slurm.agent.accounts.errors import AccountsError
+from slurm.agent.accounts.reconcile import apply_file, plan_file
 
 accounts_app = typer.Typer(help="Slurm accounts, users and QoS as the stack declares them (sacctmgr).",
                            no_args_is_help=True)

@@ -22,7 +22,7 @@ from components.config.k8s_pools import NodeGroup
 from components.findings import Finding
 from jobs.render import slurm_time_seconds
 from scripts.preflight.runner import Check
-from slurm.capacity.reservations import LEAD
+from slurm.agent.capacity.reservations import LEAD
 
 
 def _error_code(exc: ClientError) -> str:
@@ -285,7 +285,7 @@ def block_end_result(subject: str, detail: str, partition: NodeGroup, start: dat
                      now: datetime) -> Finding | None:
     """A fail once the block has ended; a warning when it ends within the partition's maxTime (a job of maxTime
     started now, or at the block's start, could not finish: Slurm holds back jobs that would run into the block's
-    last LEAD minutes, when Karpenter takes the nodes: slurm/capacity/reservations.py); None otherwise."""
+    last LEAD minutes, when Karpenter takes the nodes: slurm/agent/capacity/reservations.py); None otherwise."""
     if end is None:
         return None
     if end <= now:

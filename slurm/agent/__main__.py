@@ -24,11 +24,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     if args.agent == contract.LIFECYCLE_AGENT:
-        from slurm.health.__main__ import main as lifecycle  # each agent imports only its own clients
+        from slurm.agent.health.__main__ import main as lifecycle  # each agent imports only its own clients
 
         lifecycle(rest)
         return 0
-    from slurm.accounts.__main__ import main as accounts
+    from slurm.agent.accounts.__main__ import main as accounts
 
     return accounts(["apply", *rest])
 

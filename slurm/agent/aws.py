@@ -22,7 +22,7 @@ from botocore.config import Config
 
 # Retries after the first attempt: botocore/config.py Config `retries` "max_attempts -- ... the maximum number of
 # retry attempts" (total_max_attempts would count the first one too). A pass that still fails is logged and the
-# next pass, a minute later, asks again (slurm/health/__main__.py).
+# next pass, a minute later, asks again (slurm/agent/health/__main__.py).
 MAX_ATTEMPTS = 5
 # Appended to the User-Agent header (botocore/config.py Config.user_agent_extra), so CloudTrail tells the
 # agents' calls apart from other callers of the same role.

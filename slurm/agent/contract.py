@@ -36,7 +36,7 @@ BUS_BANDWIDTH = Metric("slurm_eks_active_check_bus_bandwidth_gbps", "gauge", ("p
 ACTIVE_CHECK_DRAINS = Metric("slurm_eks_active_check_drains_total", "counter", ("partition", "check"),
                              "Nodes drained because the active check measured them below the threshold.")
 # What KEDA scales each partition's NodeSet on (components/lifecycle/autoscaling.py nodes_needed_query), from
-# slurm/health/demand.py: Slurm's own slurm_partition_jobs_pending counts held and limit-bound jobs too.
+# slurm/agent/health/demand.py: Slurm's own slurm_partition_jobs_pending counts held and limit-bound jobs too.
 NODES_WANTED = Metric("slurm_eks_partition_nodes_wanted", "gauge", ("partition",),
                       "Nodes the partition's pending jobs would take if nodes existed, summed over the jobs that "
                       "could then start (held, dependent, later-starting, limit-bound and reserved jobs count 0).")

@@ -64,7 +64,7 @@ class GeneratedConfig:
     slurmdbd_conf: str
     # Symlinks fakedev/gpu0..N-1, as many as gres.conf names.
     fake_gpus: int = FAKE_GPUS
-    # topology.conf for TopologyPlugin=topology/tree (slurm/topology/render.py); None: no such file.
+    # topology.conf for TopologyPlugin=topology/tree (slurm/agent/topology/render.py); None: no such file.
     topology_conf: str | None = None
 
 

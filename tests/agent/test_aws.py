@@ -12,7 +12,7 @@ from moto import mock_aws
 from moto.sts.models import sts_backends
 
 from slurm.agent.aws import MAX_ATTEMPTS, USER_AGENT_EXTRA, ec2_client
-from slurm.health.__main__ import STEP_ERRORS
+from slurm.agent.health.__main__ import STEP_ERRORS
 from tests.agent.ec2 import REGION, static_credentials
 
 ACCOUNT = "123456789012"
@@ -52,7 +52,7 @@ def test_the_first_ec2_call_runs_on_the_role_irsa_names(irsa: None) -> None:
 
 def test_credentials_that_cannot_be_had_fail_the_step_not_the_controller(
         irsa: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # The errors the controller's EC2 steps log and go on from (slurm/health/__main__.py STEP_ERRORS): a token
+    # The errors the controller's EC2 steps log and go on from (slurm/agent/health/__main__.py STEP_ERRORS): a token
     # file that is not there is an OSError (botocore/utils.py FileWebIdentityTokenLoader opens it), no credentials
     # at all a BotoCoreError (NoCredentialsError).
     monkeypatch.setenv("AWS_WEB_IDENTITY_TOKEN_FILE", str(tmp_path / "missing"))

@@ -13,8 +13,8 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from slurm.capacity.blocks import block_ends, capacity_pass
-from slurm.capacity.reservations import scontrol_time
+from slurm.agent.capacity.blocks import block_ends, capacity_pass
+from slurm.agent.capacity.reservations import scontrol_time
 from tests.agent.ec2 import stubbed_ec2
 
 NOW = datetime(2026, 12, 2, 11, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""The pure part of slurm/capacity/reservations.py: which reservation a Capacity Block wants, how scontrol's text
+"""The pure part of slurm/agent/capacity/reservations.py: which reservation a Capacity Block wants, how scontrol's text
 is read, and which scontrol commands bring the cluster there (the real Slurm: tests/integration/
 test_capacity_reservation.py)."""
 
@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jobs.render import slurm_time_seconds  # preflight's reading of maxTime
-from slurm.capacity.reservations import (
+from slurm.agent.capacity.reservations import (
     EMPTY_PARTITION,
     LEAD,
     BlockReservation,

@@ -1,4 +1,4 @@
-"""Active checks: parsers, verdict, targets and job scripts (slurm/health/active.py, active_parse.py).
+"""Active checks: parsers, verdict, targets and job scripts (slurm/agent/health/active.py, active_parse.py).
 
 Samples in data/, copied from upstream (launcher prefixes and spacing kept; rst block indentation removed):
 - nccl-all_reduce_perf.txt: aws-samples/awsome-distributed-training v1.2.0 micro-benchmarks/nccl-tests/
@@ -21,8 +21,8 @@ import pytest
 from components.config.slinky_releases import pinning_problem
 from components.slinky.images import TRAINING_IMAGES
 from jobs.render import enroot_uri
-from slurm.health import active
-from slurm.health.active import (
+from slurm.agent.health import active
+from slurm.agent.health.active import (
     NCCL_TESTS_IMAGE,
     NEURON_IMAGE,
     judge,
@@ -34,7 +34,7 @@ from slurm.health.active import (
     pyxis_image,
     threshold,
 )
-from slurm.health.reasons import parse_reason
+from slurm.agent.health.reasons import parse_reason
 
 DATA = Path(__file__).parent / "data"
 STAND_IN = Path(__file__).parent / "stand_ins" / "all_reduce_perf"
@@ -263,14 +263,15 @@ def test_standard_library_only() -> None:
     import ast
     import sys
 
-    for module in (active, __import__("slurm.health.active_parse", fromlist=["x"])):
+    for module in (active, __import__("slurm.agent.health.active_parse", fromlist=["x"])):
         tree = ast.parse(Path(module.__file__ or "").read_text())
         for node in ast.walk(tree):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             for name in names:
                 top = name.split(".")[0]
-                assert top in sys.stdlib_module_names or name.startswith("slurm.health") or top == "__future__", name
+                assert top in sys.stdlib_module_names or name.startswith("slurm.agent.health") \
+                    or top == "__future__", name
 
 
 def test_boundaries_of_the_scripts_the_threshold_and_the_targets() -> None:

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from slurm.agent import contract as m
+from slurm.agent.health.controller import log_json, repair_pass
+from slurm.agent.health.ledger import KEY, ConfigMapLedger, Entry, from_data, prune, to_data
+from slurm.agent.health.nodes import SlurmNode, parse_nodes
+from slurm.agent.health.reasons import drain_reason
+from slurm.agent.health.repair import Policy
+from slurm.agent.health.slurm_access import SlurmError
 from slurm.agent.metrics import Registry
-from slurm.health.controller import log_json, repair_pass
-from slurm.health.ledger import KEY, ConfigMapLedger, Entry, from_data, prune, to_data
-from slurm.health.nodes import SlurmNode, parse_nodes
-from slurm.health.reasons import drain_reason
-from slurm.health.repair import Policy
-from slurm.health.slurm_access import SlurmError
 from tests.health.kube_api import ApiServer, nodeclaim, pod
 
 DATA = Path(__file__).parent / "data"

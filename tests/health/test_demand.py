@@ -1,4 +1,4 @@
-"""The nodes KEDA scales each partition to from its pending jobs (slurm/health/demand.py): only jobs that would
+"""The nodes KEDA scales each partition to from its pending jobs (slurm/agent/health/demand.py): only jobs that would
 start if the nodes existed count, read from a recorded Slurm 25.11 `squeue --json` (data_parser v0.0.44 shapes:
 states are lists, numbers {set, infinite, number}) and from 22.05's plain shapes."""
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from slurm.agent import contract as m
+from slurm.agent.health.demand import SOON_S, WAITING_FOR_NODES, array_tasks, demand_pass, job_nodes, nodes_wanted
+from slurm.agent.health.slurm_access import SlurmError
 from slurm.agent.metrics import Registry
-from slurm.health.demand import SOON_S, WAITING_FOR_NODES, array_tasks, demand_pass, job_nodes, nodes_wanted
-from slurm.health.slurm_access import SlurmError
 from tests.slurm.test_fixture_schema import SCHEMA, SHAPES
 
 DATA = Path(__file__).parent / "data"
@@ -142,7 +142,7 @@ def test_every_partition_is_published_zero_included_and_a_failure_withdraws_them
 def test_the_controller_counts_the_stacks_partitions_with_their_max_nodes() -> None:
     from components.config.stackfile import load_stack
     from components.lifecycle.node_repair import DEMAND_SECONDS, settings
-    from slurm.health.__main__ import Controller
+    from slurm.agent.health.__main__ import Controller
 
     config, _ = load_stack("prod")
     controller = Controller.from_settings(json.loads(settings(config).json()))

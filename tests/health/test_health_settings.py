@@ -13,7 +13,7 @@ from components.config.validation import parse_cluster_config
 from components.slinky.accounts_document import desired_document
 from components.slinky.health_settings import active_checks, health_slurm_conf, node_health_env
 from components.slinky.slurm_conf import partition_conf
-from slurm.accounts.desired import parse
+from slurm.agent.accounts.desired import parse
 from tests.config.helpers import raw_config, set_at
 
 

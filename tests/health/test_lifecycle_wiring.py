@@ -27,10 +27,10 @@ from components.slinky.lifecycle_settings import (
     ec2_actions,
 )
 from scripts.checks.iam_requests import Facts, lifecycle_calls
+from slurm.agent.health.__main__ import Controller
+from slurm.agent.health.ledger import ConfigMapLedger
 from slurm.agent.metrics import Registry
-from slurm.health.__main__ import Controller
-from slurm.health.ledger import ConfigMapLedger
-from slurm.topology.render import flat_topology_yaml
+from slurm.agent.topology.render import flat_topology_yaml
 from tests.agent.ec2 import recorded_operations, stubbed_ec2
 from tests.config.helpers import raw_config
 from tests.health.kube_api import ApiServer, node, pod
@@ -165,7 +165,7 @@ def test_the_ec2_calls_of_a_pass_are_the_actions_the_stack_grants(
 # What the import loads, printed by the child: top-level modules outside the standard library. The child runs
 # with -S (no site: no .pth file, so not this project's editable install) and only boto3's site-packages folder
 # added after the laid-out code.
-LOADED = ("import json, sys; sys.path.append(sys.argv[1]); import slurm.health.__main__ as m; "
+LOADED = ("import json, sys; sys.path.append(sys.argv[1]); import slurm.agent.health.__main__ as m; "
           "print(json.dumps({'file': m.__file__, "
           "'errors': [e.__name__ for e in m.STEP_ERRORS], 'loaded': sorted({n.split('.')[0] for n in sys.modules} "
           "- set(sys.stdlib_module_names) - set(sys.builtin_module_names) - {'__main__', '__mp_main__'})}))")

@@ -1,5 +1,5 @@
 """The settings the stack renders (components/lifecycle/node_repair.py) are the settings the controller reads
-(slurm/health/__main__.py): one document, checked from both ends, and one pass of the loop it drives."""
+(slurm/agent/health/__main__.py): one document, checked from both ends, and one pass of the loop it drives."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 from components.config.validation import parse_cluster_config
 from components.lifecycle.node_repair import ACTIVE_OUTPUT_DIR, settings
+from slurm.agent.health.__main__ import Controller
+from slurm.agent.health.active_runner import PartitionCheck
+from slurm.agent.health.ledger import ConfigMapLedger
 from slurm.agent.metrics import Registry
-from slurm.health.__main__ import Controller
-from slurm.health.active_runner import PartitionCheck
-from slurm.health.ledger import ConfigMapLedger
 from tests.config.helpers import raw_config, set_at
 from tests.health.kube_api import ApiServer, nodeclaim, pod
 from tests.health.test_controller import NOW, FixedSlurm, drained

@@ -1,4 +1,4 @@
-"""slurm/health/node-check.sh, run as slurmd runs it: an environment holding only SLURMD_NODENAME,
+"""slurm/node/node-check.sh, run as slurmd runs it: an environment holding only SLURMD_NODENAME,
 the config path, the fakes' PATH prefix and the fakes' control variables (slurmd.c
 run_script_health_check builds an empty env plus SLURMD_NODENAME)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm.health.reasons import parse_reason
+from slurm.agent.health.reasons import parse_reason
 from tests.conftest import require_tool, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]

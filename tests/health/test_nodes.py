@@ -1,4 +1,4 @@
-"""slurm/health/nodes.py on both JSON shapes: the real Slurm 22.05.8 `sinfo --json` captures (openapi/v0.0.38)
+"""slurm/agent/health/nodes.py on both JSON shapes: the real Slurm 22.05.8 `sinfo --json` captures (openapi/v0.0.38)
 and data/nodes-v0.0.44.json, written (not captured) to schema `v0.0.44_openapi_nodes_resp` / `v0.0.44_node` of
 the OpenAPI description slurmrestd 25.11 generates (the `slurmrestd_openapi` fixture, tests/slurm_openapi.py) and
 validated against it here."""
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from slurm.health.nodes import SlurmNode, parse_nodes
+from slurm.agent.health.nodes import SlurmNode, parse_nodes
 from tests.conftest import require_module
 
 DATA = Path(__file__).parent / "data"

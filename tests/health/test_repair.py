@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from slurm.health.ledger import Entry
-from slurm.health.nodes import SlurmNode
-from slurm.health.reasons import drain_reason
-from slurm.health.repair import Policy, decide
+from slurm.agent.health.ledger import Entry
+from slurm.agent.health.nodes import SlurmNode
+from slurm.agent.health.reasons import drain_reason
+from slurm.agent.health.repair import Policy, decide
 
 NOW = 1_800_000_000.0
 POLICY = Policy(max_per_hour=2)

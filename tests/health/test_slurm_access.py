@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm.health.slurm_access import CliSlurm, SlurmError
+from slurm.agent.health.slurm_access import CliSlurm, SlurmError
 
 DATA = Path(__file__).parent / "data"
 

@@ -1,4 +1,4 @@
-"""The maintenance reservation over a Capacity Block's end (slurm/capacity/reservations.py) on the real local
+"""The maintenance reservation over a Capacity Block's end (slurm/agent/capacity/reservations.py) on the real local
 Slurm (25.11, built from source; our code reads `scontrol -o show reservation` text): made by our code, it keeps
 a job that could not finish before the block's nodes go away pending, while a job that ends in time starts."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from slurm import client
+from slurm.agent.capacity import reservations
 from slurm.backend import SubmitOptions
-from slurm.capacity import reservations
 from slurm.cli_backend import CliBackend
 from slurm.jobinfo import JobInfo
 from slurm.local.config import PARTITION

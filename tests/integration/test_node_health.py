@@ -1,4 +1,4 @@
-"""The node checks on the real local Slurm: slurmd runs slurm/health/node-check.sh as HealthCheckProgram,
+"""The node checks on the real local Slurm: slurmd runs slurm/node/node-check.sh as HealthCheckProgram,
 Prolog and Epilog with the prod stack's settings, on a dynamic node of its gpu-h100 NodeSet (8 GPUs) that joins
 the way a NodeSet pod does.
 
@@ -32,14 +32,14 @@ from components.config.validation import parse_cluster_config
 from components.slinky.health_settings import health_slurm_conf, node_health_env
 from slurm import client
 from slurm.agent import contract as m
+from slurm.agent.health.active_runner import ActiveChecks, PartitionCheck, Probe
+from slurm.agent.health.controller import repair_pass
+from slurm.agent.health.ledger import ConfigMapLedger
+from slurm.agent.health.reasons import parse_reason
+from slurm.agent.health.repair import Policy
+from slurm.agent.health.slurm_access import CliSlurm
 from slurm.agent.metrics import Registry
 from slurm.cli_backend import run
-from slurm.health.active_runner import ActiveChecks, PartitionCheck, Probe
-from slurm.health.controller import repair_pass
-from slurm.health.ledger import ConfigMapLedger
-from slurm.health.reasons import parse_reason
-from slurm.health.repair import Policy
-from slurm.health.slurm_access import CliSlurm
 from slurm.local import ClusterStatus
 from slurm.local.dynamic import DynamicCluster, dynamic_nodes
 from slurm.local.node import NodeState, node_state

@@ -18,11 +18,11 @@ import time
 
 import pytest
 
+from slurm.agent.topology.render import render_topology_conf
+from slurm.agent.topology.tree import UNPLACED, SwitchTree, build_tree
 from slurm.local import ClusterStatus
 from slurm.local.settings import with_settings
 from slurm.local.topology import detect_node
-from slurm.topology.render import render_topology_conf
-from slurm.topology.tree import UNPLACED, SwitchTree, build_tree
 from tests.topology import recorded
 
 pytestmark = pytest.mark.slurm

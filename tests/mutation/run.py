@@ -58,9 +58,9 @@ TESTS: dict[str, tuple[str, ...]] = {
                        "tests/render/test_script_behaviour.py"),
     "slurm/jobinfo.py": ("tests/slurm/test_jobinfo_normalise.py", "tests/slurm/test_client_backends.py"),
     "scripts/offline/diff.py": ("tests/cli/test_diff.py",),
-    "slurm/health/repair.py": ("tests/health/test_repair.py", "tests/health/test_controller.py"),
-    "slurm/health/nodes.py": ("tests/health/test_nodes.py", "tests/health/test_repair.py"),
-    "slurm/health/active.py": ("tests/health/test_active.py",),
+    "slurm/agent/health/repair.py": ("tests/health/test_repair.py", "tests/health/test_controller.py"),
+    "slurm/agent/health/nodes.py": ("tests/health/test_nodes.py", "tests/health/test_repair.py"),
+    "slurm/agent/health/active.py": ("tests/health/test_active.py",),
 }
 
 # Tests left out of a module's mutation runs (pytest -k): they take most of the time and test something else.

@@ -24,7 +24,7 @@ from scripts.offline.diff import diff_plans, render_text
 from scripts.offline.mocks import RealisticMocks
 from scripts.offline.plan import record
 from scripts.offline.plan_model import Plan
-from slurm.accounts import desired
+from slurm.agent.accounts import desired
 from tests.slinky.helpers import config_of, variant
 
 CLUSTER = "ML-Training-Prod"

@@ -1,7 +1,7 @@
 """Reading what slurmdbd holds: real `sacctmgr --noheader --parsable2 show ...` output, parsed into the model.
 
 The fixtures in data/sacctmgr/ are real sacctmgr output (Debian's Slurm 22.05.8 on the local cluster), captured
-with the commands slurm/accounts/current.py runs right after tests/slurm/test_accounts_slurm.py's stack was
+with the commands slurm/agent/accounts/current.py runs right after tests/slurm/test_accounts_slurm.py's stack was
 applied (data/sacctmgr/README.md says how). No Slurm is needed to run these tests.
 """
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from components.slinky.accounts_document import desired_document
-from slurm.accounts import current, desired
-from slurm.accounts.model import Account, Qos, State, User
-from slurm.accounts.plan import plan
-from slurm.accounts.values import MARKER
+from slurm.agent.accounts import current, desired
+from slurm.agent.accounts.model import Account, Qos, State, User
+from slurm.agent.accounts.plan import plan
+from slurm.agent.accounts.values import MARKER
 from tests.slurm.accounts_stack import stack
 
 DATA = Path(__file__).resolve().parent / "data" / "sacctmgr"

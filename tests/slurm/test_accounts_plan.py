@@ -1,5 +1,5 @@
 """The accounts reconcile's plan without Slurm: order, clearing with -1, what it never touches, and the values
-sacctmgr stores (slurm/accounts/). The same plan against the real slurmdbd: tests/slurm/test_accounts_slurm.py."""
+sacctmgr stores (slurm/agent/accounts/). The same plan against the real slurmdbd: tests/slurm/test_accounts_slurm.py."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from slurm.accounts import desired, values
-from slurm.accounts.model import Account, Qos, State, User
-from slurm.accounts.plan import Change, PlanError, plan, render
+from slurm.agent.accounts import desired, values
+from slurm.agent.accounts.model import Account, Qos, State, User
+from slurm.agent.accounts.plan import Change, PlanError, plan, render
 
 CLUSTER = "c1"
 MARK = f" {values.MARKER}"

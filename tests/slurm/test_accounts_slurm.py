@@ -26,8 +26,8 @@ from components.config.cluster import ClusterConfig
 from components.slinky import slurm_conf
 from components.slinky.accounts_document import desired_document
 from slurm import client
-from slurm.accounts.plan import render
-from slurm.accounts.reconcile import apply_file, plan_file
+from slurm.agent.accounts.plan import render
+from slurm.agent.accounts.reconcile import apply_file, plan_file
 from slurm.cli_backend import CliBackend
 from slurm.jobinfo import JobInfo
 from slurm.local import ClusterStatus
@@ -138,7 +138,7 @@ def no_jobs(applied: Path, linux_users: list[str]) -> Iterator[None]:
 def test_applied_twice_the_second_plan_is_empty(applied: Path) -> None:
     started = time.monotonic()
     # Applied by the fixture; applied again through the entry point the cluster Job runs.
-    again = subprocess.run([sys.executable, "-m", "slurm.accounts", "apply", "--desired", str(applied)],
+    again = subprocess.run([sys.executable, "-m", "slurm.agent.accounts", "apply", "--desired", str(applied)],
                            capture_output=True, text=True, timeout=120)
     assert (again.returncode, again.stdout) == (0, "No changes.\n"), again.stderr
     assert plan_file(applied) == render([])

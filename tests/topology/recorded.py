@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from slurm.topology.instance_topology import InstanceTopology, read_pages
+from slurm.agent.topology.instance_topology import InstanceTopology, read_pages
 
 DATA = Path(__file__).parent / "data"
 PAGES = (DATA / "describe-instance-topology-page-1.json", DATA / "describe-instance-topology-page-2.json")

@@ -12,7 +12,7 @@ from typing import Any
 import botocore
 import pytest
 
-from slurm.topology import instance_topology as it
+from slurm.agent.topology import instance_topology as it
 from tests.agent.ec2 import stubbed_ec2
 from tests.topology import recorded
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from slurm.topology.render import flat_topology_yaml, render_topology_conf, render_topology_yaml
-from slurm.topology.tree import ROOT, UNPLACED, Switch, SwitchTree, build_tree
+from slurm.agent.topology.render import flat_topology_yaml, render_topology_conf, render_topology_yaml
+from slurm.agent.topology.tree import ROOT, UNPLACED, Switch, SwitchTree, build_tree
 from tests.topology import recorded
 
 

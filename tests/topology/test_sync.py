@@ -11,8 +11,8 @@ import pytest
 import yaml
 from botocore.stub import Stubber
 
-from slurm.topology.instance_topology import OPERATION
-from slurm.topology.sync import ANNOTATION, TopologySettings, topology_pass
+from slurm.agent.topology.instance_topology import OPERATION
+from slurm.agent.topology.sync import ANNOTATION, TopologySettings, topology_pass
 from tests.agent.ec2 import stubbed_ec2
 from tests.health.kube_api import MERGE_PATCH, ApiServer, node, pod
 from tests.topology import recorded

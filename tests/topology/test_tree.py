@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from slurm.topology.instance_topology import InstanceTopology
-from slurm.topology.tree import ROOT, UNPLACED, Switch, build_tree, natural_key
+from slurm.agent.topology.instance_topology import InstanceTopology
+from slurm.agent.topology.tree import ROOT, UNPLACED, Switch, build_tree, natural_key
 from tests.topology import recorded
 
 

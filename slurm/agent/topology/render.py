@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from slurm.topology.tree import Switch, SwitchTree
+from slurm.agent.topology.tree import Switch, SwitchTree
 
 
 def _conf_line(switch: Switch) -> str:

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from slurm.agent import contract as m
-from slurm.agent.metrics import Registry
-from slurm.health.active import (
+from slurm.agent.health.active import (
     NCCL_TESTS_BIN,
     NCCL_TESTS_IMAGE,
     NEURON_IMAGE,
@@ -29,7 +28,8 @@ from slurm.health.active import (
     neuron_script,
     probe_targets,
 )
-from slurm.health.slurm_access import SlurmAccess, SlurmError
+from slurm.agent.health.slurm_access import SlurmAccess, SlurmError
+from slurm.agent.metrics import Registry
 
 Log = Callable[[dict[str, Any]], None]
 # squeue's states of a job that may still write its output (squeue(1) JOB STATE CODES); anything else is over.

@@ -13,7 +13,7 @@
 # gres_job_env, which carries SLURM_JOB_GPUS (comma-separated GPU indexes): gres_common_epilog_set_env
 # (22.05.8) / gres_common_prep_set_env (25.11.6) in src/plugins/gres/common/gres_common.c.
 #
-# A failure drains the node with `slurm-eks: <check>: <detail>` (slurm/health/reasons.py). It never
+# A failure drains the node with `slurm-eks: <check>: <detail>` (slurm/agent/health/reasons.py). It never
 # resumes a node: a flapping GPU must stay drained until the repair controller replaces the node,
 # and a drain set by a person (reason without the slurm-eks: prefix) is never touched.
 
@@ -93,7 +93,7 @@ fail() {
   printf 'slurm-eks: %s: %s\n' "$1" "$2"
 }
 
-# The reason format of slurm/health/reasons.py drain_reason: one line, detail <= 200 chars.
+# The reason format of slurm/agent/health/reasons.py drain_reason: one line, detail <= 200 chars.
 drain() {
   local check="$1" detail="$2" node="${SLURMD_NODENAME:-}" record state reason
   detail="$(printf '%s' "$detail" | tr -s '[:space:]' ' ')"

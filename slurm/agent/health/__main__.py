@@ -1,8 +1,8 @@
-"""`python3 -m slurm.health --settings settings.json`: the node lifecycle controller's loop
-(components/lifecycle/node_repair.py
-renders the settings and runs this in the cluster). Each pass: repair (controller.repair_pass), the active checks'
-round (active_runner), the network topology from EC2 (slurm/topology/sync.py) and the maintenance reservations over
-Capacity Blocks' ends (slurm/capacity/blocks.py) where the stack has them, then sleep. A step that fails is logged
+"""`python3 -m slurm.agent.health --settings settings.json`: the node lifecycle controller's loop
+(components/lifecycle/node_repair.py renders the settings and runs this in the cluster). Each pass: repair
+(controller.repair_pass), the active checks' round (active_runner), the network topology from EC2
+(slurm/agent/topology/sync.py) and the maintenance reservations over Capacity Blocks' ends
+(slurm/agent/capacity/blocks.py) where the stack has them, then sleep. A step that fails is logged
 and the next one runs. Metrics on /metrics the whole time; beside the loop, a thread of its own counts the nodes the
 pending jobs want (demand.py) every few seconds, for KEDA, whatever a pass is busy with.
 """
@@ -24,18 +24,18 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from slurm.agent import contract
 from slurm.agent.aws import ec2_client
+from slurm.agent.capacity.blocks import capacity_pass
+from slurm.agent.capacity.reservations import ReservationError
+from slurm.agent.health.active_runner import ActiveChecks, PartitionCheck, Probe
+from slurm.agent.health.controller import Log, log_json, repair_pass
+from slurm.agent.health.demand import demand_pass
+from slurm.agent.health.ledger import ConfigMapLedger, LedgerStore
+from slurm.agent.health.repair import Policy
+from slurm.agent.health.slurm_access import CliSlurm, SlurmAccess
 from slurm.agent.kube import Kube, KubeError
 from slurm.agent.metrics import Registry, serve
-from slurm.capacity.blocks import capacity_pass
-from slurm.capacity.reservations import ReservationError
-from slurm.health.active_runner import ActiveChecks, PartitionCheck, Probe
-from slurm.health.controller import Log, log_json, repair_pass
-from slurm.health.demand import demand_pass
-from slurm.health.ledger import ConfigMapLedger, LedgerStore
-from slurm.health.repair import Policy
-from slurm.health.slurm_access import CliSlurm, SlurmAccess
-from slurm.topology.instance_topology import InstanceTopology
-from slurm.topology.sync import TopologySettings, topology_pass
+from slurm.agent.topology.instance_topology import InstanceTopology
+from slurm.agent.topology.sync import TopologySettings, topology_pass
 
 # What a topology or Capacity Block step may fail with; anything else is a bug and stops the controller. botocore
 # raises ClientError for an error EC2 answered (after its retries) and a BotoCoreError for one it met on the way:
@@ -111,7 +111,7 @@ def demand_loop(slurm: SlurmAccess, metrics: Registry, max_nodes: dict[str, int]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python3 -m slurm.health")
+    parser = argparse.ArgumentParser(prog="python3 -m slurm.agent.health")
     parser.add_argument("--settings", type=Path, required=True)
     settings = json.loads(parser.parse_args(argv).settings.read_text())
     controller = Controller.from_settings(settings)

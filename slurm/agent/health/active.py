@@ -11,8 +11,8 @@ import shlex
 import statistics
 from collections.abc import Collection, Iterable, Mapping
 
-from slurm.health.active_parse import nccl_bus_bandwidth, neuron_bus_bandwidth
-from slurm.health.reasons import drain_reason
+from slurm.agent.health.active_parse import nccl_bus_bandwidth, neuron_bus_bandwidth
+from slurm.agent.health.reasons import drain_reason
 
 __all__ = ["NCCL_TESTS_IMAGE", "NEURON_IMAGE", "judge", "nccl_bus_bandwidth", "nccl_script", "neuron_bus_bandwidth",
            "neuron_script", "probe_targets", "pyxis_image", "threshold"]
@@ -66,7 +66,7 @@ def pyxis_image(reference: str) -> str:
 
 
 def _header(what: str, ntasks: int, output_dir: str, gpus: int | None) -> list[str]:
-    lines = ["#!/bin/bash", f"# slurm-eks active check: {what}. Rendered by slurm/health/active.py.",
+    lines = ["#!/bin/bash", f"# slurm-eks active check: {what}. Rendered by slurm/agent/health/active.py.",
              "#SBATCH --nodes=1", f"#SBATCH --ntasks-per-node={ntasks}"]
     if gpus is not None:
         lines.append(f"#SBATCH --gpus-per-node={gpus}")

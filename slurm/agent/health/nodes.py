@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from slurm.health.reasons import CheckReason, parse_reason
+from slurm.agent.health.reasons import CheckReason, parse_reason
 
 # SchedMD/slurm slurm-25-11-6-1 src/common/slurm_protocol_defs.h: IS_NODE_DRAINING is DRAIN && (ALLOCATED ||
 # MIXED); IS_NODE_DRAINED is DRAIN && !DRAINING. COMPLETING is added: a job's epilog still runs there.

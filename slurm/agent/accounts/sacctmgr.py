@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-from slurm.accounts.errors import AccountsError
+from slurm.agent.accounts.errors import AccountsError
 
 SACCTMGR = "sacctmgr"
 TIMEOUT_S = 120  # slurmdbd answers in well under a second; a hung connection must not hang the Job

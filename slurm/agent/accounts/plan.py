@@ -27,9 +27,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from slurm.accounts import values
-from slurm.accounts.errors import AccountsError
-from slurm.accounts.model import DEFAULT_QOS, ROOT_ACCOUNT, Account, Qos, State, User
+from slurm.agent.accounts import values
+from slurm.agent.accounts.errors import AccountsError
+from slurm.agent.accounts.model import DEFAULT_QOS, ROOT_ACCOUNT, Account, Qos, State, User
 
 Action = Literal["add", "modify", "remove"]
 SIGN: dict[Action, str] = {"add": "+", "modify": "~", "remove": "-"}

@@ -4,7 +4,7 @@ Each pass: the slurmd pods (Slinky names each Slurm node after its pod: slurm-op
 internal/controller/nodeset/utils/utils.go GetSlurmNodeName) and the Kubernetes nodes they run on; each node's
 instance id from spec.providerID (`aws:///<zone>/<instance id>`, as Karpenter sets it:
 aws/karpenter-provider-aws v1.14.1 pkg/cloudprovider/cloudprovider.go); EC2
-DescribeInstanceTopology for those instances; the switch tree (slurm/topology/tree.py). Then two writes, each
+DescribeInstanceTopology for those instances; the switch tree (slurm/agent/topology/tree.py). Then two writes, each
 only when it changed:
 - topology.yaml in the ConfigMap the Controller lists in configFileRefs: Slinky mounts it in slurmctld's
   /etc/slurm, and with inplaceReconfigure its reconfigure container runs `scontrol reconfigure` when a file there
@@ -23,9 +23,9 @@ from typing import Any, Protocol
 
 from botocore.client import BaseClient
 
-from slurm.topology.instance_topology import InstanceTopology, describe
-from slurm.topology.render import flat_topology_yaml, render_topology_yaml
-from slurm.topology.tree import build_tree
+from slurm.agent.topology.instance_topology import InstanceTopology, describe
+from slurm.agent.topology.render import flat_topology_yaml, render_topology_yaml
+from slurm.agent.topology.tree import build_tree
 
 ANNOTATION = "topology.slinky.slurm.net/spec"  # slurm-operator v1.2.1 api/v1beta1/well_known.go
 PROVIDER_PREFIX = "aws:///"

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from slurm.health.ledger import Entry
-from slurm.health.nodes import SlurmNode
+from slurm.agent.health.ledger import Entry
+from slurm.agent.health.nodes import SlurmNode
 
 Kind = Literal["replace", "wait", "hold", "ignore"]
 

@@ -1,5 +1,5 @@
 """The node lifecycle controller's Capacity Block step: each block's EndDate from EC2 DescribeCapacityReservations,
-then the Slurm maintenance reservations over the blocks' ends (slurm/capacity/reservations.py).
+then the Slurm maintenance reservations over the blocks' ends (slurm/agent/capacity/reservations.py).
 
 Through a boto3 EC2 client; names of botocore's EC2 model (botocore/data/ec2/2016-11-15/service-2.json.gz):
 DescribeCapacityReservationsRequest.CapacityReservationIds, DescribeCapacityReservationsResult
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
-from slurm.capacity.reservations import BlockReservation, apply, desired_reservation, run_scontrol
+from slurm.agent.capacity.reservations import BlockReservation, apply, desired_reservation, run_scontrol
 
 
 def block_ends(ec2: BaseClient, reservation_ids: Sequence[str]) -> dict[str, datetime]:

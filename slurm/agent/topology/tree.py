@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from slurm.topology.instance_topology import InstanceTopology
+from slurm.agent.topology.instance_topology import InstanceTopology
 
 ROOT = "root"
 UNPLACED = "unplaced"

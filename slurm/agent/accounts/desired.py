@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from slurm.accounts import values
-from slurm.accounts.errors import AccountsError
-from slurm.accounts.model import DEFAULT_QOS, ROOT_ACCOUNT, Account, Qos, State, User
+from slurm.agent.accounts import values
+from slurm.agent.accounts.errors import AccountsError
+from slurm.agent.accounts.model import DEFAULT_QOS, ROOT_ACCOUNT, Account, Qos, State, User
 from slurm.agent.contract import AccountDocument, AccountsDocument, QosDocument, UserDocument
 from slurm.agent.contract import DocumentError as ContractError
 

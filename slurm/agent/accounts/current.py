@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from slurm.accounts import sacctmgr, values
-from slurm.accounts.errors import AccountsError
-from slurm.accounts.model import Account, Qos, State, User
+from slurm.agent.accounts import sacctmgr, values
+from slurm.agent.accounts.errors import AccountsError
+from slurm.agent.accounts.model import Account, Qos, State, User
 
 QOS_FIELDS = ("Name", "Priority", "GrpTRES", "MaxTRESPerUser", "MaxTRESPerJob", "MaxJobsPerUser",
               "MaxSubmitJobsPerUser", "MaxWall", "Description")

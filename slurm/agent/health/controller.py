@@ -16,12 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from slurm.agent import contract as m
+from slurm.agent.health.ledger import Entry, LedgerConflict, LedgerStore
+from slurm.agent.health.nodes import SlurmNode
+from slurm.agent.health.repair import Decision, Policy, decide
+from slurm.agent.health.slurm_access import SlurmAccess, SlurmError
 from slurm.agent.kube import Kube, KubeError, NotFound
 from slurm.agent.metrics import Registry
-from slurm.health.ledger import Entry, LedgerConflict, LedgerStore
-from slurm.health.nodes import SlurmNode
-from slurm.health.repair import Decision, Policy, decide
-from slurm.health.slurm_access import SlurmAccess, SlurmError
 
 Log = Callable[[dict[str, Any]], None]
 

@@ -1,13 +1,13 @@
-"""Plan and apply, as both command lines run them (`python3 -m slurm.accounts`, `slurm-eks accounts`)."""
+"""Plan and apply, as both command lines run them (`python3 -m slurm.agent.accounts`, `slurm-eks accounts`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-from slurm.accounts import current, desired, sacctmgr
-from slurm.accounts.errors import AccountsError
-from slurm.accounts.plan import Change, plan, render
+from slurm.agent.accounts import current, desired, sacctmgr
+from slurm.agent.accounts.errors import AccountsError
+from slurm.agent.accounts.plan import Change, plan, render
 
 
 def plan_file(path: Path) -> str:

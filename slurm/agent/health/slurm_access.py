@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from slurm.health.nodes import SlurmNode, parse_nodes
+from slurm.agent.health.nodes import SlurmNode, parse_nodes
 
 # SchedMD/slurm slurm-25-11-6-1 src/common/slurm_errno.c: ESLURM_INVALID_JOB_ID's text, what slurmctld answers
 # (and squeue prints) for a job it has purged.
@@ -35,7 +35,7 @@ class SlurmAccess(Protocol):
         ...
 
     def pending_jobs(self) -> dict[str, Any]:
-        """`squeue --json` of the pending jobs (slurm/health/demand.py reads it)."""
+        """`squeue --json` of the pending jobs (slurm/agent/health/demand.py reads it)."""
         ...
 
 

@@ -41,10 +41,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from slurm.agent import contract as m
+from slurm.agent.health.controller import Log, log_json
+from slurm.agent.health.slurm_access import SlurmAccess, SlurmError
+from slurm.agent.health.slurm_json import number
 from slurm.agent.metrics import Registry
-from slurm.health.controller import Log, log_json
-from slurm.health.slurm_access import SlurmAccess, SlurmError
-from slurm.health.slurm_json import number
 
 WAITING_FOR_NODES = frozenset({"None", "Priority", "Resources", "PartitionConfig", "PartitionNodeLimit",
                                "ReqNodeNotAvail", "NodeDown"})
