@@ -174,7 +174,8 @@ def test_the_lifecycle_packages_reaching_outside_themselves_is_broken(tmp_path: 
 
 def test_the_contract_reaching_a_client_is_broken(tmp_path: Path) -> None:
     report = broken(tmp_path, "agent-contract", {
-        "slurm/agent/contract.py": "import json\nfrom slurm.agent import kube\n", "slurm/agent/kube.py": "import kubernetes\n"})
+        "slurm/agent/contract.py": "import json\nfrom slurm.agent import kube\n",
+        "slurm/agent/kube.py": "import kubernetes\n"})
     assert "slurm.agent.contract reaches kubernetes (slurm.agent.contract -> slurm.agent.kube -> kubernetes)" in report
     assert "reaches json" not in report
 
