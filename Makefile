@@ -12,7 +12,7 @@ PIP_FLAGS := --quiet --no-cache-dir
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: agent-lock setup setup-extras system-packages slurm xla-venv plan test test-fast lint golden bench bench-gpu crds upstream mutate \
+.PHONY: agent-image agent-lock setup setup-extras system-packages slurm xla-venv plan test test-fast lint golden bench bench-gpu crds upstream mutate \
   clean mermaid
 
 # Debian packages the tests use: shellcheck (rendered job scripts), sssd-tools and sssd-ldap (`sssctl
@@ -63,6 +63,15 @@ $(EXTRAS): pyproject.toml $(AGENT_LOCK) | $(BIN)/python
 	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev,jobs]'
 	$(BIN)/pip install $(PIP_FLAGS) --require-hashes -r $(AGENT_LOCK)
 	touch $@ $(RUNTIME)
+
+# The agent image as `pulumi up` builds it (components/slinky/agent_image.py): on the stack's Slinky sackd image, for a
+# look before a deploy or to push to your own registry (then set slurm.images.agent to its digest). Docker with buildx.
+AGENT_IMAGE ?= slurm-eks-agent:local
+agent-image: setup
+	base="$$($(BIN)/python -c 'from components.config.stackfile import load_stack; \
+	  from components.slinky.agent_image import base_image; print(base_image(load_stack("$(STACK)")[0]))')" && \
+	docker buildx build --load --platform linux/amd64 --build-arg SACKD_IMAGE="$$base" -t $(AGENT_IMAGE) \
+	  -f slurm/agent/Dockerfile slurm
 
 # Recompile the agents' lock after editing slurm/agent/requirements.in (pip-tools, from the dev extra).
 agent-lock: setup-extras

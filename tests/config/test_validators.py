@@ -110,6 +110,12 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
         ("dev", set_at("slurm.version", "25.05.3"), "slurm.version", "25.11 and newer"),
         ("prod", set_at("slurm.version", "26.11"), "slurm.version", "no images for Slurm 26.11"),
     ],
+    "agent-image-digest": [
+        ("dev", set_at("slurm.images.agent", "ghcr.io/acme/slurm-eks-agent:1.0"), "slurm.images.agent",
+         "pinned by digest"),
+        ("prod", set_at("slurm.images.agent", "ghcr.io/acme/slurm-eks-agent@sha256:abc"), "slurm.images.agent",
+         "pinned by digest"),
+    ],
     "partition-name": [("dev", lambda c: c["partitions"].update(GPU_Big=c["partitions"].pop("gpu")),
                         "partitions.GPU_Big", "Kubernetes object names")],
     "instance-type-known": [("prod", set_at("partitions.gpu-h100.instanceTypes", ["p5.48xlarg"]),

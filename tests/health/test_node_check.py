@@ -16,7 +16,7 @@ from slurm.agent.health.reasons import parse_reason
 from tests.conftest import require_tool, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "slurm" / "health" / "node-check.sh"
+SCRIPT = ROOT / "slurm" / "node" / "node-check.sh"
 FAKES = Path(__file__).resolve().parent / "fakes"
 NODE = "gpu-p5-0"
 

@@ -52,7 +52,7 @@ from tests.integration.slinky_nodes import BACKEND, PERSON, TIMEOUT_S, NodeSet, 
 
 pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "slurm" / "health" / "node-check.sh"
+SCRIPT = REPO / "slurm" / "node" / "node-check.sh"
 FAKES = REPO / "tests" / "health" / "fakes"
 STAND_IN = REPO / "tests" / "health" / "stand_ins" / "all_reduce_perf"
 INTERVAL_S = 5
