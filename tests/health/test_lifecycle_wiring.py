@@ -184,3 +184,28 @@ def boto3_distributions() -> set[str]:
             todo += [re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0] for r in metadata.requires(name) or ()
                      if "extra ==" not in r]
     return seen
+
+
+def test_the_controller_runs_the_agent_image_as_slurm_user_its_one_root_step_with_chown_alone() -> None:
+    deployment = one(shipped_plan("prod"), "kubernetes:apps/v1:Deployment", "repair-deployment").inputs
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"] == {"runAsUser": 401, "runAsGroup": 401, "runAsNonRoot": True, "fsGroup": 401,
+                                      "seccompProfile": {"type": "RuntimeDefault"}}
+    (container,) = pod["containers"]
+    assert container["args"] == ["lifecycle", "--conf-server", "slurm-controller.slurm:6817",
+                                 "--settings", "/etc/slurm-eks/repair/settings.json"]
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    (init,) = pod["initContainers"]
+    assert init["image"] == container["image"]
+    assert init["command"] == ["install", "-d", "-o", "401", "-g", "401", "-m", "0750",
+                               "/shared/.slurm-eks/active-checks"]
+    # root, with the runtime's default capabilities less all but CHOWN (containerd's default set, 14)
+    assert init["securityContext"]["runAsUser"] == 0
+    assert "CHOWN" not in init["securityContext"]["capabilities"]["drop"]
+    assert len(init["securityContext"]["capabilities"]["drop"]) == 13
+    assert "add" not in init["securityContext"]["capabilities"]
+    # the settings ConfigMap holds the document alone: no code
+    settings_map = next(r for r in shipped_plan("prod").of_type("kubernetes:core/v1:ConfigMap")
+                        if r.inputs["metadata"]["name"] == "slurm-eks-repair-settings")
+    assert set(settings_map.inputs["data"]) == {"settings.json"}

@@ -23,10 +23,14 @@ pytestmark = [pytest.mark.twin]
 
 # A small model: the journey is about the seams, and a 2-core machine runs every rank of both nodes.
 SHAPE = ["--seed", "7", "--d-model", "32", "--n-layers", "1", "--n-heads", "2", "--seq-len", "16", "--batch-size", "2",
-         "--vocab-size", "256", "--log-every", "10"]
-# Enough steps that the first run is still training when USR2 comes (about 30 s after the ranks start): 2 x 8 ranks
-# on 2 cores take 300 steps longer than that; 2 ranks (Trainium, one worker per node here) need 10 times more.
-STEPS = {False: ["--steps", "300", "--checkpoint-every", "10"], True: ["--steps", "3000", "--checkpoint-every", "100"]}
+         "--vocab-size", "256", "--log-every", "10", "--stop-check-every", "20"]
+# Enough steps that the first run is still training when USR2 comes (10 to 40 s after the job starts, below): 2 x 8
+# ranks on an idle 2-core machine take about 13 s to start and 0.04 s a step, so 300 steps once ended before USR2
+# came; 1000 take 40 s more. 2 ranks (Trainium, one worker per node here) run slower steps, 3000 of them. The ranks
+# agree on a stop every 20 steps, not every 10 s of training (jobs/training/cadence.py), so a request is acted on
+# at once however fast the steps are here.
+STEPS = {False: ["--steps", "1000", "--checkpoint-every", "20"],
+         True: ["--steps", "3000", "--checkpoint-every", "100"]}
 # --time 3 with a 170 s lead: Slurm sends USR2 about 10 s into the first run (its time-limit check runs every
 # 30 s or so), while the ranks still start: the stop must survive their start (jobs/training/preemption.py
 # clear_stale), and it comes long before 300 steps end.
