@@ -1,5 +1,5 @@
 """The few Kubernetes API calls the lifecycle controller makes, through the official client (`kubernetes`, pinned
-to 36.0.0 with the agents): core/v1 Pods, Nodes and ConfigMaps (CoreV1Api), and Karpenter's NodeClaims
+in slurm/agent/requirements.in): core/v1 Pods, Nodes and ConfigMaps (CoreV1Api), and Karpenter's NodeClaims
 (karpenter.sh/v1, cluster-scoped per the CRD in ../shared/crds/karpenter/karpenter.sh_nodeclaims.yaml,
 aws/karpenter-provider-aws v1.14.1) through CustomObjectsApi.
 
@@ -21,7 +21,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 NODECLAIMS = ("karpenter.sh", "v1", "nodeclaims")  # group, version, plural
-# kubernetes 36.0.0 kubernetes/client/api/core_v1_api.py patch_node offers the json-patch, merge-patch,
+# kubernetes 36.0.x kubernetes/client/api/core_v1_api.py patch_node offers the json-patch, merge-patch,
 # strategic-merge-patch and apply-patch types; api_client.select_header_content_type picks the first
 # (json-patch+json) for a dict body, which rest.py then rewrites to strategic-merge-patch+json. We mean RFC 7386.
 MERGE_PATCH = "application/merge-patch+json"
@@ -43,37 +43,6 @@ class Conflict(KubeError):
     """409: the object changed since we read it (resourceVersion) or already exists."""
 
 
-class _BearerToken:
-    """Wraps a Configuration's refresh_api_key_hook so the token is sent where kubernetes 36.0.0 looks for it.
-
-    36.0.0's Configuration.auth_settings() reads api_key['BearerToken'], while its own loaders
-    (kubernetes/config/incluster_config.py InClusterConfigLoader._set_config, kube_config.py) still write
-    api_key['authorization']: without this no Authorization header goes out and every call is anonymous
-    (kubernetes-client/python issues 2584 and 2591; fixed in later 36.0.x releases, PRs 2585 and 2604). The
-    loader's hook (which re-reads the rotated service-account token once its minute is up) runs first, then the
-    token is mirrored.
-    """
-
-    def __init__(self, inner: Callable[[client.Configuration], None] | None) -> None:
-        self.inner = inner
-
-    def __call__(self, configuration: client.Configuration) -> None:
-        if self.inner is not None:
-            self.inner(configuration)
-            # The loader's hook re-installs itself (InClusterConfigLoader._set_config sets refresh_api_key_hook to
-            # a new closure each time): keep that one as the inner hook, and this one in front of it.
-            if configuration.refresh_api_key_hook is not self:
-                self.inner, configuration.refresh_api_key_hook = configuration.refresh_api_key_hook, self
-        if "authorization" in configuration.api_key:
-            configuration.api_key["BearerToken"] = configuration.api_key["authorization"]
-
-
-def _send_bearer_token(configuration: client.Configuration) -> None:
-    if not isinstance(configuration.refresh_api_key_hook, _BearerToken):
-        configuration.refresh_api_key_hook = _BearerToken(configuration.refresh_api_key_hook)
-    configuration.refresh_api_key_hook(configuration)  # auth_settings() checks the key before calling the hook
-
-
 def in_cluster_configuration() -> client.Configuration:
     """The pod's service account: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT, its ca.crt, its token.
 
@@ -87,7 +56,6 @@ def in_cluster_configuration() -> client.Configuration:
 
 class Kube:
     def __init__(self, configuration: client.Configuration, timeout: float = 10.0) -> None:
-        _send_bearer_token(configuration)  # on the caller's Configuration: the client keeps that object
         self.timeout = timeout
         api = client.ApiClient(configuration)
         self.core, self.custom = client.CoreV1Api(api), client.CustomObjectsApi(api)

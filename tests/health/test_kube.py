@@ -177,8 +177,8 @@ def test_in_cluster_config_sends_the_service_account_token_and_rereads_it(
     configuration = kube.core.api_client.configuration
     assert (configuration.host, configuration.ssl_ca_cert) == (api.url, str(service_account / "ca.crt"))
     assert kube.nodes() == []  # over TLS, the certificate checked against the mounted ca.crt
-    # kubernetes 36.0.0's loader writes the token where its auth_settings() does not look: slurm/agent/kube.py
-    # _BearerToken must bring it to the request, or the API server sees an anonymous caller
+    # The token reaches the request (kubernetes 36.0.0's loader wrote it where its auth_settings() did not look, so
+    # every call went out anonymous: the pin is 36.0.3, slurm/agent/requirements.in)
     assert last(api).authorization == "bearer sa-token-1"
     (service_account / "token").write_text("sa-token-2")  # the kubelet rotated it
     api.token = "sa-token-2"
