@@ -12,7 +12,7 @@ PIP_FLAGS := --quiet --no-cache-dir
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: agent-image agent-lock setup setup-extras system-packages slurm xla-venv plan test test-fast lint golden bench bench-gpu crds upstream mutate \
+.PHONY: agent-image agent-lock deploy-lock setup setup-extras system-packages slurm xla-venv plan test test-fast lint golden bench bench-gpu crds upstream mutate \
   clean mermaid
 
 # Debian packages the tests use: shellcheck (rendered job scripts), sssd-tools and sssd-ldap (`sssctl
@@ -77,6 +77,12 @@ agent-image: setup
 agent-lock: setup-extras
 	cd slurm/agent && ../../$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-header \
 	  --no-emit-index-url --no-emit-find-links --output-file requirements.txt requirements.in
+
+# Recompile the credentialed CI jobs' lock (policy/requirements.txt: the program's runtime dependencies and the policy
+# pack's, every distribution pinned and hashed) after changing pyproject.toml's dependencies or policy/requirements.in.
+deploy-lock: setup-extras
+	$(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-header --no-emit-index-url \
+	  --no-emit-find-links --output-file policy/requirements.txt pyproject.toml policy/requirements.in
 
 setup: $(RUNTIME)
 

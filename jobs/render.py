@@ -100,8 +100,14 @@ class ContainerImage:
 
     reference: str  # as configured or given with --image
     uri: str | None  # what `enroot import` pulls; None when the reference is already a squashfs file
-    file: str  # the squashfs file every step starts from
-    name: str  # pyxis --container-name
+    # The image cache: each user's imports go into <cache>/<user>/<name>.sqsh, a directory only they can write
+    # (templates/own_directory.sh), so nobody's job starts from a file another user made. None with `uri`.
+    cache: str | None
+    name: str  # pyxis --container-name, and the file's name in the cache
+
+    def file(self, user: str) -> str:
+        """The squashfs file `user`'s steps start from."""
+        return f"{self.cache}/{user}/{self.name}.sqsh" if self.cache else self.reference
 
 
 def fsx_write_mb_s(fsx: Fsx) -> float:
@@ -188,12 +194,13 @@ def enroot_uri(reference: str) -> str:
 
 
 def container_image(reference: str, shared_root: str) -> ContainerImage:
-    """Where the image lives on /shared: a name made of the reference itself (enroot's own naming turns '/'
-    into '+'), so another tag or registry is another file and another container."""
+    """Where the image lives on /shared: in the user's own cache directory, under a name made of the reference
+    itself (enroot's own naming turns '/' into '+'), so another tag or registry is another file and another
+    container. Never one file for everyone: whoever imported it first would own what every later job runs."""
     stem = re.sub(r"[^A-Za-z0-9._-]+", "+", reference.removeprefix("docker://")).strip("+.")
     if reference.startswith(("/", ".")):  # pyxis takes a reference starting so as a squashfs path (args.c)
-        return ContainerImage(reference, None, reference, stem.removesuffix(".sqsh"))
-    return ContainerImage(reference, enroot_uri(reference), f"{shared_root}/images/{stem}.sqsh", stem)
+        return ContainerImage(reference, None, None, stem.removesuffix(".sqsh"))
+    return ContainerImage(reference, enroot_uri(reference), f"{shared_root}/images", stem)
 
 
 def slurm_time_seconds(time: str) -> int | None:
@@ -378,7 +385,7 @@ def render_job(
     container = ""
     if image:
         container = (
-            f"--container-image={shlex.quote(image.file)} --container-name={shlex.quote(image.name)} "
+            f'--container-image="${{SLURM_EKS_IMAGE}}" --container-name={shlex.quote(image.name)} '
             f"--container-mounts={target.shared_root}:{target.shared_root} "
             '--container-workdir="${PWD}" '
         )

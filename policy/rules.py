@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.config.slinky_releases import pinning_problem
+from components.config.slinky_releases import SLINKY_REGISTRY, SLINKY_TAG, pinning_problem
+from components.config.slurm_advisories import advisories_for
 from components.findings import Finding
 from policy.model import NO_SETTINGS, UNKNOWN, Resource, ResourceRule, Settings, Waiver, dig, enabled, items, violation
 from policy.network import INGRESS_TYPES, WORLD, ingress_of
@@ -210,6 +211,17 @@ def images_pinned(type_: str, inputs: Mapping[str, Any]) -> list[str]:
             if image != UNKNOWN and (problem := pinning_problem(image))]
 
 
+def slurm_patched(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+    """Slinky's images name their Slurm release in the tag (<patch>-<os>): one a security advisory affects is
+    refused wherever a pod or CR runs it, whatever config or hand-written resource put it there."""
+    found = []
+    for path, image in _images(inputs.get("spec"), "spec"):
+        m = SLINKY_TAG.match(image.rsplit(":", 1)[-1]) if image.startswith(f"{SLINKY_REGISTRY}/") else None
+        found += [f"{path}: {image} runs Slurm {m['patch']}, affected by {a.summary()}"
+                  for a in (advisories_for(m["patch"]) if m and "@" not in image else ())]
+    return found
+
+
 def _images(value: Any, path: str) -> list[tuple[str, str]]:
     """Every `image: <string>` under value (containers, init containers, Slinky's spec.<daemon>.image)."""
     if isinstance(value, Mapping):
@@ -330,9 +342,18 @@ IMAGES_PINNED = ResourceRule(
     description="Every container image of a pod template or Slinky CR is a digest or an exact release tag "
                 "(of Slinky's registry: a <patch>-<os> tag of a release Slinky built).",
     fix="name the image by digest (repo@sha256:...) or by an exact patch tag, e.g. "
-        "ghcr.io/slinkyproject/slurmd-pyxis:25.11.6-ubuntu24.04 (slurm.images / partitions.<name>.image)",
+        "ghcr.io/slinkyproject/slurmd-pyxis:25.11.8-ubuntu24.04 (slurm.images / partitions.<name>.image)",
     types=POD_OWNERS,
     check=images_pinned,
+)
+SLURM_PATCHED = ResourceRule(
+    name="slurm-patched",
+    description="No pod or Slinky CR runs a Slurm release that a SchedMD security advisory affects "
+                "(components/config/slurm_advisories.py).",
+    fix='use slurm.version "25.11" (the patched release the project pins) or a release at or after the fix the '
+        "message names, and no slurm.images tag of an affected release",
+    types=POD_OWNERS,
+    check=slurm_patched,
 )
 
 EKS_ADDON_PINNED = ResourceRule(
@@ -491,7 +512,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
     IMDSV2_REQUIRED, EBS_ENCRYPTED, FSX_ENCRYPTED, EFS_ENCRYPTED, RDS_ENCRYPTED, RDS_NOT_PUBLIC,
     RDS_DELETION_PROTECTION,
     NO_WORLD_SSH, EKS_API_NOT_WORLD, EKS_PRIVATE_ENDPOINT, EKS_SECRETS_ENCRYPTION, NODE_POOL_KEEPS_BUSY_NODES,
-    IMAGES_PINNED, EKS_ADDON_PINNED,
+    IMAGES_PINNED, SLURM_PATCHED, EKS_ADDON_PINNED,
     RDS_MANAGED_PASSWORD, RDS_REQUIRE_TLS, S3_ENDPOINT_SCOPED,
     NAMESPACE_POD_SECURITY,
 )

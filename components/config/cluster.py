@@ -176,7 +176,7 @@ class SlurmImages(Model):
 
 class Slurm(Model):
     # Slinky 1.2.x needs Slurm >= 25.11; pyslurm on the login pod must match it. A series ("25.11") stands for
-    # the patch release components/config/slinky_releases.py pins for it; a patch ("25.11.6") is used as written.
+    # the patch release components/config/slinky_releases.py pins for it; a patch ("25.11.8") is used as written.
     version: str = "25.11"
     images: SlurmImages = Field(default_factory=SlurmImages)
     accounting: Accounting = Field(default_factory=Accounting)

@@ -21,14 +21,20 @@ class Series:
 
 
 # Slinky tags each image `<series>-<os>`, which moves to every new patch release, and `<patch>-<os>`, which
-# does not (SlinkyProject/containers schedmd/slurm/docker-bake.hcl, format_tag). We use the second: the
-# patches are `slurm_version` in schedmd/slurm/<series>/<os>/slurm.hcl at 05efda08 (2026-06-25); the releases
-# are every value that file held in the repository's history (release candidates left out), the flavors the
-# directories schedmd/slurm/<series>/* there. That each was pushed to ghcr.io cannot be checked offline.
+# does not (SlinkyProject/containers schedmd/slurm/docker-bake.hcl, format_tag). We use the second. The flavors are
+# the directories schedmd/slurm/<series>/* at 05efda08 (2026-06-25); the releases every `slurm_version` that
+# schedmd/slurm/<series>/<os>/slurm.hcl held in its history (release candidates left out: 25.11.0-25.11.6,
+# 26.05.0-26.05.1), then SchedMD's later patch releases of the series (tags slurm-25-11-7-1, slurm-25-11-8-1,
+# slurm-26-05-2-1 to slurm-26-05-4-1), whose images Slinky publishes as it does every release ("These OCI container
+# images track Slurm releases closely": the repository's docs/index.rst). The pinned patch of each series is its
+# newest release with no open security advisory (components/config/slurm_advisories.py: 25.11.8 and 26.05.4 fix
+# the eight CVEs of 2026-09). That an image was pushed to ghcr.io cannot be checked offline: `slurm-eks plan`
+# says so, and a stack that builds its own sets every slurm.images entry.
 SERIES = {
-    "25.11": Series("25.11.6", "ubuntu24.04", tuple(f"25.11.{n}" for n in range(7)),
+    "25.11": Series("25.11.8", "ubuntu24.04", tuple(f"25.11.{n}" for n in range(9)),
                     ("rockylinux9", "ubuntu24.04")),
-    "26.05": Series("26.05.1", "ubuntu26.04", ("26.05.0", "26.05.1"), ("rockylinux9", "ubuntu24.04", "ubuntu26.04")),
+    "26.05": Series("26.05.4", "ubuntu26.04", tuple(f"26.05.{n}" for n in range(5)),
+                    ("rockylinux9", "ubuntu24.04", "ubuntu26.04")),
 }
 # The pyxis variants carry enroot + pyxis, so `srun --container-image=...` runs steps in a training image.
 SLINKY_REPOSITORIES: dict[Daemon, str] = {
@@ -46,12 +52,12 @@ SLINKY_TAG = re.compile(r"^(?P<patch>\d+\.\d+\.\d+)-(?P<flavor>[a-z0-9.]+)$")
 
 
 def release_series(version: str) -> str:
-    """"25.11.6" -> "25.11"."""
+    """"25.11.8" -> "25.11"."""
     return ".".join(version.split(".")[:2])
 
 
 def patch_release(version: str) -> str:
-    """`slurm.version` as a patch release: "25.11" -> the patch pinned for that series, "25.11.6" -> itself."""
+    """`slurm.version` as a patch release: "25.11" -> the patch pinned for that series, "25.11.8" -> itself."""
     return SERIES[version].patch if version in SERIES else version
 
 

@@ -16,7 +16,7 @@ import_image() {
       exit 0  # another job imported it while this one waited for the lock
     fi
     rm -f "${file}.partial"  # left by an import that was killed
-    echo "slurm-eks: importing ${uri} into ${file} (once for every job that uses it)"
+    echo "slurm-eks: importing ${uri} into ${file} (once for every job of yours that uses it)"
     if ! enroot import -o "${file}.partial" "${uri}"; then
       rm -f "${file}.partial"
       echo "slurm-eks: enroot import of ${uri} failed; see its message above" >&2

@@ -407,7 +407,7 @@ def image_pull(
     backend: BackendOption = None,
     stacks_dir: Annotated[Path, typer.Option(help="directory of Pulumi.<stack>.yaml")] = STACKS_DIR,
 ) -> None:
-    """Import the partition's image into its squashfs file on /shared now, as a job's first run would."""
+    """Import the partition's image into your own squashfs file on /shared now, as your first job would."""
     with render_errors():
         config, _ = load_stack(stack, stacks_dir)
         target = render.target_for_partition(config, stack, partition, image)

@@ -65,7 +65,7 @@ def pull(*args: str) -> Result:
 
 
 def test_pull_imports_the_partition_image_once(sandbox: JobSandbox, shared: Path) -> None:
-    file = container_image(NEURON_IMAGE, str(shared)).file
+    file = container_image(NEURON_IMAGE, str(shared)).file(getpass.getuser())
     first = pull("--stack", "prod", "--partition", "trainium")
     assert first.exit_code == 0, first.output
     assert [c["argv"][-1] for c in sandbox.calls("enroot")] == [
@@ -78,7 +78,7 @@ def test_pull_imports_the_partition_image_once(sandbox: JobSandbox, shared: Path
 def test_pull_of_another_image_is_another_file(sandbox: JobSandbox, shared: Path) -> None:
     result = pull("-s", "prod", "-p", "gpu-h100", "--image", "ghcr.io/me/train:2")
     assert result.exit_code == 0, result.output
-    assert Path(container_image("ghcr.io/me/train:2", str(shared)).file).exists()
+    assert Path(container_image("ghcr.io/me/train:2", str(shared)).file(getpass.getuser())).exists()
 
 
 def test_a_failed_pull_exits_1_and_leaves_no_file(sandbox: JobSandbox, shared: Path,
@@ -86,7 +86,7 @@ def test_a_failed_pull_exits_1_and_leaves_no_file(sandbox: JobSandbox, shared: P
     monkeypatch.setenv("FAKE_ENROOT_FAIL", "1")
     result = pull("-s", "prod", "-p", "trainium")
     assert result.exit_code == 1 and "error: the import failed (exit 1)" in result.output
-    assert [p.suffix for p in (shared / "images").iterdir()] == [".lock"]  # no image, whole or half
+    assert [p.suffix for p in (shared / "images" / getpass.getuser()).iterdir()] == [".lock"]  # no image, whole or half
 
 
 def test_without_enroot_the_error_says_where_to_run_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,8 +108,10 @@ def test_submit_runs_the_same_import_as_a_one_node_job(monkeypatch: pytest.Monke
     assert "submitted job 77" in result.output and f"/shared/logs/{user}/image-pull-77.out" in result.output
     ((script, _),) = backend.submitted
     for line in ("#SBATCH --partition=trainium", "#SBATCH --nodes=1", "import_image() {",
-                 f"import_image 'docker://public.ecr.aws#neuron/pytorch-training-neuronx:"
-                 f"2.9.0-neuronx-py312-sdk2.27.1-ubuntu24.04' {container_image(NEURON_IMAGE, '/shared').file}"):
+                 "import_image 'docker://public.ecr.aws#neuron/pytorch-training-neuronx:"
+                 "2.9.0-neuronx-py312-sdk2.27.1-ubuntu24.04' \"${SLURM_EKS_IMAGE}\"",
+                 'SLURM_EKS_IMAGE="$(own_directory /shared/images)/'
+                 f'{container_image(NEURON_IMAGE, "/shared").name}.sqsh"'):
         assert line in script, line
 
 

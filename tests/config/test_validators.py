@@ -7,6 +7,8 @@ import pytest
 from components import catalog
 from components.config.problems import ConfigError
 from components.config.rules import VALIDATORS, run_validators
+from components.config.slinky_releases import SERIES
+from components.config.slurm_advisories import ADVISORIES, advisories_for
 from components.config.validation import parse_cluster_config
 from tests.config.helpers import Mutation, both, drop_at, problems_of_rule, raw_config, set_at
 from tests.config.team_cases import TEAM_CASES
@@ -109,6 +111,15 @@ CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
         ("dev", set_at("slurm.version", "latest"), "slurm.version", "25.11 and newer"),
         ("dev", set_at("slurm.version", "25.05.3"), "slurm.version", "25.11 and newer"),
         ("prod", set_at("slurm.version", "26.11"), "slurm.version", "no images for Slurm 26.11"),
+    ],
+    # SchedMD's 2026-09 advisory: every release before 25.11.8 (and 26.05.4) is affected.
+    "slurm-advisories": [
+        ("dev", set_at("slurm.version", "25.11.7"), "slurm.version",
+         "Slurm 25.11.7 is affected by CVE-2026-65107, CVE-2026-65108"),
+        ("prod", set_at("slurm.version", "25.11.6"), "slurm.version", "fixed in 25.05.9, 25.11.8, 26.05.4"),
+        ("dev", set_at("slurm.version", "26.05.3"), "slurm.version", "Slurm 26.05.3 is affected"),
+        ("prod", set_at("slurm.images.slurmd", "ghcr.io/slinkyproject/slurmd-pyxis:25.11.6-ubuntu24.04"),
+         "slurm.images.slurmd", "Slurm 25.11.6 is affected by CVE-2026-65107"),
     ],
     "agent-image-digest": [
         ("dev", set_at("slurm.images.agent", "ghcr.io/acme/slurm-eks-agent:1.0"), "slurm.images.agent",
@@ -257,12 +268,27 @@ def test_broken_config_is_reported(rule: str, stack: str, mutate: Mutation, path
     assert any(p.path == path and words in p.message and p.fix for p in found), found
 
 
-@pytest.mark.parametrize("version", ["25.11", "25.11.6", "26.05", "26.05.1"])
-def test_a_series_or_a_patch_release_is_a_valid_slurm_version(version: str) -> None:
+@pytest.mark.parametrize("version", ["25.11", "25.11.8", "26.05", "26.05.4"])
+def test_a_series_or_a_patched_release_is_a_valid_slurm_version(version: str) -> None:
     raw = raw_config("dev")
     raw["slurm"]["version"] = version
     _, problems = parse_cluster_config(raw)
-    assert [p for p in problems if p.rule == "slurm-version"] == []
+    assert [p for p in problems if p.rule in ("slurm-version", "slurm-advisories")] == []
+
+
+@pytest.mark.parametrize(("release", "affected"), [
+    ("25.11.7", True), ("25.11.8", False), ("25.11.10", False), ("25.05.8", True), ("25.05.9", False),
+    ("24.11.6", True),  # a series older than every one the advisory lists: SchedMD fixed none of it
+    ("26.05.3", True), ("26.05.4", False), ("26.11.0", False),
+])
+def test_an_advisory_affects_the_releases_before_its_fix(release: str, affected: bool) -> None:
+    (advisory,) = ADVISORIES
+    assert advisory.affects(release) is affected
+
+
+def test_every_series_pins_a_release_no_advisory_affects() -> None:
+    """The pin `slurm.version: "25.11"` stands for: a stack on the default is never refused."""
+    assert {name: advisories_for(series.patch) for name, series in SERIES.items()} == {name: [] for name in SERIES}
 
 
 KNOWN_TYPES = ", ".join(catalog.CATALOG)

@@ -279,6 +279,12 @@ CASES: tuple[Case, ...] = (
          _mutate("kubernetes:batch/v1:Job", "slurm-accounts-reconcile",
                  lambda i: i["spec"]["template"]["spec"]["containers"][0].update(
                      image="ghcr.io/slinkyproject/login-pyxis:25.11.9-ubuntu24.04"))),
+    Case("slurm-patched", "NodeSet slurmd on 25.11.7 (before the 2026-09 security release)",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:NodeSet", "slurm-nodeset-gpu-h100",
+                 _set(("spec", "slurmd", "image"), "ghcr.io/slinkyproject/slurmd-pyxis:25.11.7-ubuntu24.04"))),
+    Case("slurm-patched", "Controller on 25.11.6",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:Controller", None,
+                 _set(("spec", "slurmctld", "image"), "ghcr.io/slinkyproject/slurmctld:25.11.6-ubuntu24.04"))),
     Case("images-pinned", "MariaDB server on a major.minor tag", lambda: _hand_made_one(
         resource("kubernetes:k8s.mariadb.com/v1alpha1:MariaDB", "db", {"spec": {"image": "mariadb:11.4"}}))),
     Case("namespace-default-deny", "the slurm namespace's deny-all admits egress anywhere",

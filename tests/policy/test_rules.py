@@ -100,6 +100,9 @@ NEAR_MISSES: list[tuple[str, str, Callable[[], tuple[Plan, str]]]] = [
     # The Lustre client rule on the nodes' group: with a CIDR it references no FSx group, so it guards nothing.
     ("storage-cluster-only", "CIDR rule on the cluster's own group",
      _mutate(INGRESS, "storage-nodes-from-fsx-988", _cidr_rule_on_the_nodes_group)),
+    ("slurm-patched", "NodeSet slurmd on 25.11.8, the first release with the fix",
+     _mutate("kubernetes:slinky.slurm.net/v1beta1:NodeSet", "slurm-nodeset-gpu-h100",
+             lambda i: i["spec"]["slurmd"].update(image="ghcr.io/slinkyproject/slurmd-pyxis:25.11.8-ubuntu24.04"))),
     ("images-pinned", "NodeSet slurmd by digest",
      _mutate("kubernetes:slinky.slurm.net/v1beta1:NodeSet", "slurm-nodeset-gpu-h100",
              lambda i: i["spec"]["slurmd"].update(image=f"ghcr.io/slinkyproject/slurmd-pyxis@sha256:{'0' * 64}"))),

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from tests.conftest import require_tool
 
@@ -116,14 +118,18 @@ def triggers(workflow: dict[str, Any]) -> set[str]:
     return {on} if isinstance(on, str) else set(on)
 
 
+PREVIEW_ENVIRONMENT = "preview-${{ matrix.stack }}"  # one environment (reviewers, token, role) per stack
+
+
 def credential_gate_problems(workflow: dict[str, Any]) -> list[str]:
-    """Why the job that gets cloud credentials could run a pull request's code unapproved (empty: it cannot)."""
+    """Why the job that gets cloud credentials could run a pull request's code unapproved, or with another
+    stack's credentials (empty: it cannot)."""
     job = workflow["jobs"]["pulumi"]
     problems = []
     if "pull_request_target" in triggers(workflow):
         problems.append("on: pull_request_target runs a fork's code with this repository's secrets")
-    if job.get("environment") != "preview":
-        problems.append(f"environment is {job.get('environment')!r}, not the approval-gated `preview`")
+    if job.get("environment") != PREVIEW_ENVIRONMENT:
+        problems.append(f"environment is {job.get('environment')!r}, not the approval-gated {PREVIEW_ENVIRONMENT!r}")
     if job.get("if") != "github.event.pull_request.head.repo.full_name == github.repository":
         problems.append(f"if is {job.get('if')!r}: the job must skip pull requests from forks")
     problems += [f"{step['uses']} persists the GITHUB_TOKEN in .git/config" for step in job["steps"]
@@ -140,6 +146,7 @@ def test_the_credentialed_preview_is_gated() -> None:
 @pytest.mark.parametrize(("change", "problem"), [
     (lambda w: w.update({True: ["pull_request_target"]}), "pull_request_target"),
     (lambda w: w["jobs"]["pulumi"].pop("environment"), "environment is None"),
+    (lambda w: w["jobs"]["pulumi"].update(environment="preview"), "environment is 'preview'"),  # one for all stacks
     (lambda w: w["jobs"]["pulumi"].pop("if"), "forks"),
     (lambda w: w["jobs"]["pulumi"]["steps"][0].pop("with"), "persists the GITHUB_TOKEN"),
 ])
@@ -147,6 +154,109 @@ def test_the_gate_check_fires_on_each_opening(change: Any, problem: str) -> None
     workflow = load("preview.yml")
     change(workflow)
     assert any(problem in p for p in credential_gate_problems(workflow))
+
+
+# --- the credentialed jobs: hashed installs, the base branch's policy pack, a gated deploy per stack -----------
+
+ACTIONS = REPO / ".github" / "actions"
+
+
+def credentialed_steps(workflow: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The steps of each job that can get cloud credentials (id-token: write), local composite actions inlined."""
+    found = {}
+    for name, job in workflow["jobs"].items():
+        if (job.get("permissions") or {}).get("id-token") != "write":
+            continue
+        steps = []
+        for step in job["steps"]:
+            local = step.get("uses", "")
+            steps += yaml.safe_load((REPO / local / "action.yml").read_text())["runs"]["steps"] \
+                if local.startswith("./") else [step]
+        found[name] = steps
+    return found
+
+
+def unhashed_installs(steps: list[dict[str, Any]]) -> list[str]:
+    """Each pip install of a credentialed job that could fetch a distribution no hash pins (the project itself,
+    installed with --no-deps from the checkout, is the reviewed code), and each pip cache a run could poison."""
+    problems = []
+    for step in steps:
+        if (step.get("with") or {}).get("cache"):
+            problems.append(f"{step['uses']} restores a pip cache")
+        for line in str(step.get("run", "")).splitlines():
+            if "pip\" install" not in line and "pip install" not in line:
+                continue
+            if "--require-hashes" not in line and not ("--no-deps" in line and " -r " not in line):
+                problems.append(line.strip())
+    return problems
+
+
+@pytest.mark.parametrize("name", ["preview.yml", "deploy.yml"])
+def test_every_credentialed_job_installs_only_hashed_distributions(name: str) -> None:
+    jobs = credentialed_steps(load(name))
+    assert jobs and {job: unhashed_installs(steps) for job, steps in jobs.items()} == {job: [] for job in jobs}
+
+
+def test_the_hash_check_fires_on_an_unhashed_install_and_a_cache() -> None:
+    steps = [{"uses": "actions/setup-python@x", "with": {"cache": "pip"}},
+             {"run": ".venv/bin/pip install -e . -r policy/requirements.txt"}]
+    assert unhashed_installs(steps) == ["actions/setup-python@x restores a pip cache",
+                                        ".venv/bin/pip install -e . -r policy/requirements.txt"]
+
+
+def test_the_lock_pins_and_hashes_every_runtime_dependency() -> None:
+    """policy/requirements.txt (`make deploy-lock`) satisfies pyproject.toml's runtime dependencies and the pack's,
+    and every entry carries a hash: what --require-hashes needs to install anything at all."""
+    text = (REPO / "policy" / "requirements.txt").read_text()
+    entries = re.split(r"\n(?=[A-Za-z0-9])", text.strip())
+    pins = {}
+    for entry in (e for e in entries if not e.startswith("#")):
+        name, version = re.match(r"([A-Za-z0-9_.-]+)==(\S+)", entry).groups()
+        assert "--hash=sha256:" in entry, f"{name} has no hash"
+        pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    wanted = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    wanted += [line for line in (REPO / "policy" / "requirements.in").read_text().splitlines()
+               if line and not line.startswith("#")]
+    for spec in map(Requirement, wanted):
+        pinned = pins.get(re.sub(r"[-_.]+", "-", spec.name).lower())
+        assert pinned and spec.specifier.contains(pinned, prereleases=True), f"{spec}: the lock has {pinned}"
+
+
+def test_the_preview_judges_a_pull_request_by_the_base_branchs_pack_and_waivers() -> None:
+    job = load("preview.yml")["jobs"]["pulumi"]
+    base = next(s for s in job["steps"] if (s.get("with") or {}).get("path") == ".base")
+    assert base["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+    step = next(s for s in job["steps"] if s.get("uses", "").startswith("pulumi/actions@"))
+    assert step["with"]["policyPacks"] == ".base/policy"
+    assert step["with"]["policyPackConfigs"] == ".base/policy/config/${{ matrix.stack }}.json"
+
+
+def test_each_stack_deploys_in_its_own_gated_environment_with_the_policy_pack() -> None:
+    workflow = load("deploy.yml")
+    assert triggers(workflow) == {"push", "workflow_dispatch"}
+    assert workflow.get("on", workflow.get(True))["push"] == {"branches": ["main"]}
+    jobs = workflow["jobs"]
+    files = (REPO / "stacks").glob("Pulumi.*.yaml")
+    assert sorted(jobs) == sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in files)
+    assert jobs["prod"]["needs"] == "dev"  # prod only after dev went up
+    for stack, job in jobs.items():
+        assert job["environment"] == f"deploy-{stack}" and job["permissions"]["id-token"] == "write"
+        action = next(s for s in job["steps"] if s.get("uses", "").startswith("./"))
+        assert action["with"]["stack"] == stack
+        assert action["env"] == {"PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}"}
+    composite = yaml.safe_load((ACTIONS / "pulumi-up" / "action.yml").read_text())["runs"]["steps"]
+    up = next(s for s in composite if s.get("uses", "").startswith("pulumi/actions@"))
+    assert {k: up["with"][k] for k in ("command", "policyPacks", "policyPackConfigs")} == {
+        "command": "up", "policyPacks": "policy", "policyPackConfigs": "policy/config/${{ inputs.stack }}.json"}
+    assert unpinned_actions((ACTIONS / "pulumi-up" / "action.yml").read_text()) == []
+
+
+def test_code_owners_review_the_pack_the_workflows_and_the_stacks() -> None:
+    rules = [line.split() for line in (REPO / ".github" / "CODEOWNERS").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    owned = {rule[0]: rule[1:] for rule in rules}
+    for path in ("/policy/", "/.github/", "/stacks/"):
+        assert owned.get(path), f"CODEOWNERS names no owner of {path}"
 
 
 def test_test_workflow_runs_the_readme_command() -> None:
@@ -165,6 +275,6 @@ def test_pulumi_preview_comments_with_the_policy_pack() -> None:
     job = load("preview.yml")["jobs"]["pulumi"]
     assert job["permissions"] == {"id-token": "write", "contents": "read", "pull-requests": "write"}
     step = next(s for s in job["steps"] if s.get("uses", "").startswith("pulumi/actions@"))
-    assert {k: step["with"][k] for k in ("command", "diff", "comment-on-pr", "edit-pr-comment", "policyPacks")} == {
-        "command": "preview", "diff": True, "comment-on-pr": True, "edit-pr-comment": True, "policyPacks": "policy"}
-    assert (REPO / step["with"]["policyPacks"] / "PulumiPolicy.yaml").is_file()
+    assert {k: step["with"][k] for k in ("command", "diff", "comment-on-pr", "edit-pr-comment")} == {
+        "command": "preview", "diff": True, "comment-on-pr": True, "edit-pr-comment": True}
+    assert (REPO / step["with"]["policyPacks"].removeprefix(".base/") / "PulumiPolicy.yaml").is_file()

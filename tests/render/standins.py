@@ -112,6 +112,11 @@ class JobSandbox:
         """The stand-in /shared/checkpoints (made like the real one, mode 1777)."""
         return self.shared / "checkpoints"
 
+    @property
+    def open_roots(self) -> tuple[Path, ...]:
+        """The stand-in /shared directories every user makes their own in (identity-setup.sh: mode 1777)."""
+        return tuple(self.shared / name for name in ("checkpoints", "images", "neuron-cache", "logs"))
+
     def target(self, target: JobTarget) -> JobTarget:
         """`target` with /shared (images, compile cache, checkpoints) moved into the sandbox."""
         return dataclasses.replace(target, shared_root=str(self.shared), checkpoint_root=str(self.checkpoint_root))
@@ -141,9 +146,10 @@ def job_sandbox(root: Path, torchrun: Path | None = None) -> JobSandbox:
     """Make the sandbox under `root`; with `torchrun` (e.g. .venv-xla/bin/torchrun) that real torchrun runs
     the steps instead of the stand-in."""
     sandbox = JobSandbox(root, torchrun.parent if torchrun else None)
-    for directory in (sandbox.bin, sandbox.log, sandbox.checkpoints, sandbox.shared, sandbox.checkpoint_root):
+    for directory in (sandbox.bin, sandbox.log, sandbox.checkpoints, sandbox.shared, *sandbox.open_roots):
         directory.mkdir(parents=True, exist_ok=True)
-    sandbox.checkpoint_root.chmod(0o1777)
+    for directory in sandbox.open_roots:
+        directory.chmod(0o1777)
     for name, body in STANDINS.items():
         if name == "torchrun" and torchrun:
             continue

@@ -387,19 +387,22 @@ def test_docker_references_become_enroot_uris(reference: str, uri: str) -> None:
 
 def test_each_image_reference_has_its_own_file_and_container() -> None:
     one = container_image("public.ecr.aws/neuron/train:2.9.0", "/shared")
-    assert one.file == "/shared/images/public.ecr.aws+neuron+train+2.9.0.sqsh"
+    assert one.file("alice") == "/shared/images/alice/public.ecr.aws+neuron+train+2.9.0.sqsh"
+    assert one.file("bob") == "/shared/images/bob/public.ecr.aws+neuron+train+2.9.0.sqsh"  # never alice's file
     assert one.name == "public.ecr.aws+neuron+train+2.9.0" and ":" not in one.name  # pyxis splits NAME:FLAGS
     other = container_image("public.ecr.aws/neuron/train:2.9.1", "/shared")
-    assert other.file != one.file and other.name != one.name
+    assert other.file("alice") != one.file("alice") and other.name != one.name
     path = container_image("/shared/mine.sqsh", "/shared")
-    assert (path.uri, path.file) == (None, "/shared/mine.sqsh")
+    assert (path.uri, path.file("alice")) == (None, "/shared/mine.sqsh")
 
 
 def test_the_script_imports_the_partition_image_and_starts_steps_from_the_file() -> None:
     script = _render("prod", "gpu-h100")
     image = container_image(IMAGE, "/shared")
-    assert f"import_image {shlex.quote(image.uri or '')} {image.file}\n" in script
-    assert f"srun --kill-on-bad-exit=1 --container-image={image.file} --container-name={image.name} " in script
+    assert f'SLURM_EKS_IMAGE="$(own_directory /shared/images)/{image.name}.sqsh"\n' in script
+    assert f'import_image {shlex.quote(image.uri or "")} "${{SLURM_EKS_IMAGE}}"\n' in script
+    flags = f'--container-image="${{SLURM_EKS_IMAGE}}" --container-name={image.name} '
+    assert f"srun --kill-on-bad-exit=1 {flags}" in script
 
 
 def test_the_precompile_key_follows_what_shapes_the_graphs() -> None:

@@ -16,6 +16,8 @@ from components.config.stackfile import load_stack
 from jobs.render import JobTarget, container_image, render_image_pull, render_job, target_for_partition
 from tests.render.standins import JobSandbox, exported
 
+ME = pwd.getpwuid(os.getuid()).pw_name  # whose own directories the scripts use
+
 IMAGE = "registry.example.com/train:1.0"
 ENTRY = ["jobs/train.py", "--steps", "100", "--warmup-steps", "10"]
 
@@ -71,9 +73,9 @@ def test_the_step_runs_from_the_imported_file_with_shared_mounted_and_the_submit
     image = container_image(IMAGE, str(sandbox.shared))
     (srun,) = sandbox.calls("srun")
     assert srun["argv"][:5] == [
-        "--kill-on-bad-exit=1", f"--container-image={image.file}", f"--container-name={image.name}",
+        "--kill-on-bad-exit=1", f"--container-image={image.file(ME)}", f"--container-name={image.name}",
         f"--container-mounts={sandbox.shared}:{sandbox.shared}", f"--container-workdir={sandbox.root}"]
-    assert image.file.endswith("/images/registry.example.com+train+1.0.sqsh")
+    assert image.file(ME) == f"{sandbox.shared}/images/{ME}/registry.example.com+train+1.0.sqsh"
     (torchrun,) = sandbox.calls("torchrun")
     assert "--nproc-per-node=8" in torchrun["argv"] and torchrun["argv"][-1] == "jobs/train.py"
 
@@ -109,9 +111,11 @@ def test_a_requeued_job_resumes_in_the_same_directory(sandbox: JobSandbox, h100:
     assert first == requeued and first.endswith("/train-42")
 
 
+@pytest.mark.parametrize("root", ["checkpoints", "images"])
 @pytest.mark.parametrize("squatted", ["symlink", "file"])
-def test_a_user_directory_that_is_not_yours_is_refused(sandbox: JobSandbox, h100: Path, squatted: str) -> None:
-    mine = sandbox.checkpoint_root / pwd.getpwuid(os.getuid()).pw_name
+def test_a_user_directory_that_is_not_yours_is_refused(sandbox: JobSandbox, h100: Path, squatted: str,
+                                                        root: str) -> None:
+    mine = sandbox.shared / root / ME
     elsewhere = sandbox.root / "elsewhere"
     elsewhere.mkdir()
     if squatted == "symlink":  # someone's link into a directory they can read
@@ -120,7 +124,33 @@ def test_a_user_directory_that_is_not_yours_is_refused(sandbox: JobSandbox, h100
         mine.write_text("")
     result = sandbox.run(h100, unset=DEFAULT_DIR)
     assert result.returncode == 1 and f"{mine} is not a directory of yours" in result.stderr
-    assert sandbox.calls("torchrun") == [] and list(elsewhere.iterdir()) == []
+    assert sandbox.calls("torchrun") == [] and sandbox.calls("srun") == [] and list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("root", ["checkpoints", "images", "neuron-cache"])
+def test_a_directory_of_yours_that_others_can_write_is_refused(sandbox: JobSandbox, h100: Path, trainium: Path,
+                                                               root: str) -> None:
+    mine = sandbox.shared / root / ME
+    mine.mkdir()
+    mine.chmod(0o777)  # e.g. chmod -R a+w by mistake: anyone could now replace what the job runs or loads
+    result = sandbox.run(trainium if root == "neuron-cache" else h100, unset=DEFAULT_DIR)
+    assert result.returncode == 1 and f"{mine} is writable by others (mode 777): chmod 0700 {mine}" in result.stderr
+    assert sandbox.calls("srun") == [] and sandbox.calls("enroot") == []
+
+
+def test_a_file_someone_left_in_the_shared_image_directory_is_never_run(sandbox: JobSandbox, h100: Path) -> None:
+    """The defect this layout closes: whoever made /shared/images/<reference>.sqsh first owned what every later
+    job of that image ran. Such a file (and one in another user's directory) is now never looked at."""
+    image = container_image(IMAGE, str(sandbox.shared))
+    planted = sandbox.shared / "images" / f"{image.name}.sqsh"
+    planted.write_text("someone else's code")
+    (sandbox.shared / "images" / "mallory").mkdir()
+    Path(image.file("mallory")).write_text("someone else's code")
+    assert sandbox.run(h100).returncode == 0
+    assert [c["argv"][2] for c in sandbox.calls("enroot")] == [f"{image.file(ME)}.partial"]
+    assert f'--container-image={image.file(ME)}' in sandbox.calls("srun")[0]["argv"]
+    assert Path(image.file(ME)).read_text() == "squashfs of docker://registry.example.com#train:1.0"
+    assert stat.S_IMODE(Path(image.file(ME)).parent.stat().st_mode) == 0o700
 
 
 def test_without_the_shared_checkpoint_directory_the_script_says_how_to_make_it(
@@ -156,8 +186,8 @@ def test_the_first_job_imports_the_image_and_later_jobs_use_the_file(sandbox: Jo
     first = sandbox.run(h100)
     assert first.returncode == 0, first.stderr
     assert [c["argv"] for c in sandbox.calls("enroot")] == [
-        ["import", "-o", f"{image.file}.partial", "docker://registry.example.com#train:1.0"]]
-    assert Path(image.file).read_text() == "squashfs of docker://registry.example.com#train:1.0"
+        ["import", "-o", f"{image.file(ME)}.partial", "docker://registry.example.com#train:1.0"]]
+    assert Path(image.file(ME)).read_text() == "squashfs of docker://registry.example.com#train:1.0"
     assert "importing docker://registry.example.com#train:1.0" in first.stdout
     second = sandbox.run(h100, SLURM_JOB_ID="43")
     assert second.returncode == 0 and "importing" not in second.stdout
@@ -168,17 +198,17 @@ def test_a_failed_import_leaves_no_file_and_starts_no_step(sandbox: JobSandbox, 
     image = container_image(IMAGE, str(sandbox.shared))
     result = sandbox.run(h100, FAKE_ENROOT_FAIL="1")
     assert result.returncode != 0 and "enroot import of docker://registry.example.com#train:1.0 failed" in result.stderr
-    assert not Path(image.file).exists() and not Path(f"{image.file}.partial").exists()
+    assert not Path(image.file(ME)).exists() and not Path(f"{image.file(ME)}.partial").exists()
     assert sandbox.calls("srun") == []
     assert sandbox.run(h100).returncode == 0 and len(sandbox.calls("enroot")) == 2  # the next job tries again
 
 
 def test_a_partial_file_left_by_a_killed_import_is_replaced(sandbox: JobSandbox, h100: Path) -> None:
     image = container_image(IMAGE, str(sandbox.shared))
-    Path(image.file).parent.mkdir(parents=True)
-    Path(f"{image.file}.partial").write_text("half")  # enroot import refuses an existing output file
+    Path(image.file(ME)).parent.mkdir(parents=True)
+    Path(f"{image.file(ME)}.partial").write_text("half")  # enroot import refuses an existing output file
     assert sandbox.run(h100).returncode == 0
-    assert Path(image.file).read_text().startswith("squashfs of") and not Path(f"{image.file}.partial").exists()
+    assert Path(image.file(ME)).read_text().startswith("squashfs of") and not Path(f"{image.file(ME)}.partial").exists()
 
 
 def test_concurrent_imports_take_turns_and_import_once(sandbox: JobSandbox) -> None:
@@ -224,6 +254,8 @@ def test_the_users_flags_reach_the_precompile_and_the_training_unchanged(sandbox
         assert call["env"]["SLURM_EKS_DEVICE"] == "xla"
         assert "NEURON_RT_NUM_CORES" not in call["env"]
         assert "--auto-cast=none" in call["env"]["NEURON_CC_FLAGS"].split()
+        # The compiled graphs the runtime loads come from the user's own cache, never one others can write.
+        assert call["env"]["NEURON_COMPILE_CACHE_URL"] == str(sandbox.shared / "neuron-cache" / ME)
     assert (sandbox.checkpoints / "DONE").exists()
 
 

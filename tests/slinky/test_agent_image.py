@@ -35,7 +35,7 @@ def test_pulumi_up_builds_it_on_the_stacks_sackd_image_and_the_pods_run_its_dige
     assert repository["imageTagMutability"] == "IMMUTABLE"
     assert repository["imageScanningConfiguration"] == {"scanOnPush": True}
     image = one(plan, "docker-build:index:Image").inputs
-    base = "ghcr.io/slinkyproject/sackd:25.11.6-ubuntu24.04"  # the stack's Slurm release, Slinky's sackd stage
+    base = "ghcr.io/slinkyproject/sackd:25.11.8-ubuntu24.04"  # the stack's Slurm release, Slinky's sackd stage
     assert image["buildArgs"] == {"SACKD_IMAGE": base} and agent_image.base_image(load_stack("prod")[0]) == base
     assert Path(image["context"]["location"]) == agent_image.CONTEXT
     assert Path(image["dockerfile"]["location"]) == agent_image.DOCKERFILE

@@ -28,11 +28,11 @@ def _images(plan: Plan) -> dict[str, set[str]]:
 def test_default_images_are_slinky_pyxis_on_slurm_25_11_pinned_to_a_patch() -> None:
     repo = "ghcr.io/slinkyproject"
     assert _images(shipped_plan("prod")) == {
-        "Controller": {f"{repo}/slurmctld:25.11.6-ubuntu24.04"},
-        "Accounting": {f"{repo}/slurmdbd:25.11.6-ubuntu24.04"},
-        "RestApi": {f"{repo}/slurmrestd:25.11.6-ubuntu24.04"},
-        "LoginSet": {f"{repo}/login-pyxis:25.11.6-ubuntu24.04"},
-        "NodeSet": {f"{repo}/slurmd-pyxis:25.11.6-ubuntu24.04"},
+        "Controller": {f"{repo}/slurmctld:25.11.8-ubuntu24.04"},
+        "Accounting": {f"{repo}/slurmdbd:25.11.8-ubuntu24.04"},
+        "RestApi": {f"{repo}/slurmrestd:25.11.8-ubuntu24.04"},
+        "LoginSet": {f"{repo}/login-pyxis:25.11.8-ubuntu24.04"},
+        "NodeSet": {f"{repo}/slurmd-pyxis:25.11.8-ubuntu24.04"},
     }
     plugstack = objects(shipped_plan("prod"), "ConfigMap")["slurm-plugstack"]["data"]["plugstack.conf"]
     assert plugstack == "include /usr/share/pyxis/*\n"
@@ -49,21 +49,21 @@ def test_partitions_file_on_the_login_pod_names_each_training_image() -> None:
 
 def test_version_images_and_partition_image_override(tmp_path: Path) -> None:
     def change(raw: dict[str, Any]) -> None:
-        raw["slurm"]["version"] = "25.11.6"
-        raw["slurm"]["images"] = {"slurmd": "123456789012.dkr.ecr.us-west-2.amazonaws.com/slurmd-efa:25.11.6-1"}
+        raw["slurm"]["version"] = "25.11.9"
+        raw["slurm"]["images"] = {"slurmd": "123456789012.dkr.ecr.us-west-2.amazonaws.com/slurmd-efa:25.11.8-1"}
         raw["partitions"]["trainium"]["image"] = "123456789012.dkr.ecr.us-west-2.amazonaws.com/neuron:2.27.1"
 
     plan = plan_of(variant("prod", change), tmp_path)
     images = _images(plan)
-    assert images["Controller"] == {"ghcr.io/slinkyproject/slurmctld:25.11.6-ubuntu24.04"}
-    assert images["NodeSet"] == {"123456789012.dkr.ecr.us-west-2.amazonaws.com/slurmd-efa:25.11.6-1"}
+    assert images["Controller"] == {"ghcr.io/slinkyproject/slurmctld:25.11.9-ubuntu24.04"}
+    assert images["NodeSet"] == {"123456789012.dkr.ecr.us-west-2.amazonaws.com/slurmd-efa:25.11.8-1"}
     partitions = json.loads(objects(plan, "ConfigMap")["slurm-eks-partitions"]["data"]["partitions.json"])
     assert partitions["trainium"]["image"] == "123456789012.dkr.ecr.us-west-2.amazonaws.com/neuron:2.27.1"
     assert partitions["gpu-h100"]["image"] == TRAINING_IMAGES["nvidia"]
 
 
-@pytest.mark.parametrize(("version", "tag"), [("25.11", "25.11.6-ubuntu24.04"), ("25.11.6", "25.11.6-ubuntu24.04"),
-                                              ("25.11.7", "25.11.7-ubuntu24.04"), ("26.05", "26.05.1-ubuntu26.04")])
+@pytest.mark.parametrize(("version", "tag"), [("25.11", "25.11.8-ubuntu24.04"), ("25.11.6", "25.11.6-ubuntu24.04"),
+                                              ("25.11.9", "25.11.9-ubuntu24.04"), ("26.05", "26.05.4-ubuntu26.04")])
 def test_a_series_means_its_pinned_patch_and_a_patch_itself(version: str, tag: str) -> None:
     slurm = Slurm(version=version)
     # slurmd and login run the pyxis variants (docs/operating.md, Images).
@@ -94,6 +94,7 @@ def test_each_series_default_is_its_newest_known_release_on_a_known_flavor() -> 
     (f"ghcr.io/slinkyproject/slurmctld@sha256:{'a' * 64}", None),
     ("ghcr.io/slinkyproject/slurmctld:25.11-ubuntu24.04", "<series>-<os> tags move"),
     ("ghcr.io/slinkyproject/slurmctld:25.11.9-ubuntu24.04", "no images of Slurm 25.11.9"),
+    ("ghcr.io/slinkyproject/slurmctld:25.11.8-ubuntu24.04", None),
     ("ghcr.io/slinkyproject/slurmctld:26.05.1-ubuntu22.04", "no ubuntu22.04 images of Slurm 26.05"),
     ("ghcr.io/slinkyproject/slurmctld@sha256:abc", "not sha256:<64 hex digits>"),
     ("public.ecr.aws/neuron/pytorch-training-neuronx:2.9", "tag 2.9 moves"),

@@ -69,12 +69,18 @@ def test_another_person_can_read_no_output_and_touch_no_checkpoint(stack_twin: t
     person, other = Researcher(twin, USERS[stack], stack), Researcher(twin, OTHERS[stack], stack)
     logs = f"/shared/logs/{person.user}"
     checkpoints = f"/shared/checkpoints/{person.user}"
-    person.sh(f"echo output > {logs}/probe.out && mkdir -p {checkpoints}/probe && echo weights > {checkpoints}/probe/w")
+    # What the person's jobs run and load: their imported images and compiled Neuron graphs (jobs/templates/
+    # own_directory.sh), made private by the login pod's identity setup like the logs and checkpoints.
+    images, graphs = f"/shared/images/{person.user}", f"/shared/neuron-cache/{person.user}"
+    person.sh(f"echo output > {logs}/probe.out && mkdir -p {checkpoints}/probe && echo weights > {checkpoints}/probe/w"
+              f" && echo squashfs > {images}/train.sqsh && echo neff > {graphs}/graph.neff")
     for attempt in (f"cat {logs}/*.out", f"ls {logs}", f"touch {checkpoints}/probe/STOP",
-                    f"echo poisoned > {checkpoints}/probe/w", f"rm -rf {checkpoints}/probe", f"mkdir {logs}/mine"):
+                    f"echo poisoned > {checkpoints}/probe/w", f"rm -rf {checkpoints}/probe", f"mkdir {logs}/mine",
+                    f"echo poisoned > {images}/train.sqsh", f"touch {images}/other.sqsh",
+                    f"mv {images} /shared/images/gone", f"echo poisoned > {graphs}/graph.neff"):
         result = other.sh(attempt, check=False)
         assert result.returncode != 0, f"{stack}: {other.user} could `{attempt}` in {person.user}'s files"
-    assert person.sh(f"cat {checkpoints}/probe/w").stdout == "weights\n"
+    assert person.sh(f"cat {checkpoints}/probe/w {images}/train.sqsh").stdout == "weights\nsquashfs\n"
     # Nor cancel or signal the person's jobs.
     partition = twin.nodesets[0]["metadata"]["name"]
     job = person.sbatch("--wrap=sleep 300", partition, f"--partition={partition}", "--output=/dev/null")

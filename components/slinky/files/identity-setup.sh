@@ -100,17 +100,19 @@ while IFS=: read -r name _ uid gid _ home _; do
   fi
 done <"$src/passwd"
 
-# /shared/logs and /shared/checkpoints: sticky and open, so a person the stack does not declare (a directory
-# user) can make their own there and nobody can remove another's; each declared person's made here, private.
+# /shared/logs, checkpoints, images (enroot imports) and neuron-cache (compiled graphs): sticky and open, so a
+# person the stack does not declare (a directory user) can make their own there and nobody can remove another's;
+# each declared person's made here, private. The job scripts use only their user's own (jobs/templates/
+# own_directory.sh): nothing one person writes there is run or loaded by another's job.
 shared=$root${IDENTITY_SHARED:-/shared}
-for dir in logs checkpoints; do
+for dir in logs checkpoints images neuron-cache; do
   mkdir -p "$shared/$dir"
   chown 0:0 "$shared/$dir"
   chmod 1777 "$shared/$dir"
 done
 while IFS=: read -r name _ uid gid _; do
   [ -n "$name" ] || continue
-  for dir in logs checkpoints; do
+  for dir in logs checkpoints images neuron-cache; do
     own=$shared/$dir/$name
     if [ -L "$own" ] || { [ -e "$own" ] && [ ! -d "$own" ]; }; then
       fail "$own is not a directory: remove it so that $name's ${dir} can be made there"
