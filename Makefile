@@ -40,13 +40,14 @@ system-packages:
 
 # Slurm 25.11, the version the cluster runs, built from the upstream tarball in ../shared once per tarball and
 # build script (about 10 minutes on 2 cores) into a machine-wide cache that every checkout shares, and linked
-# as build/slurm; every Slurm test runs it (tests/conftest.py).
+# as build/slurm (an absolute path: the script links after it has changed into the source tree, so a relative one
+# would land there and vanish with it on a first build); every Slurm test runs it (tests/conftest.py).
 SHARED ?= ../shared
 SLURM_TARBALL := $(firstword $(wildcard $(SHARED)/upstream/slurm/slurm-25.11*.tar.gz))
 SLURM_CACHE ?= /var/cache/slurm-eks
 slurm: system-packages
 	@[ -n "$(SLURM_TARBALL)" ] || { echo "no Slurm 25.11 tarball in $(SHARED)/upstream/slurm"; exit 1; }
-	tools/build_slurm.sh $(SLURM_TARBALL) build/slurm $(SLURM_CACHE)
+	tools/build_slurm.sh $(SLURM_TARBALL) $(CURDIR)/build/slurm $(SLURM_CACHE)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

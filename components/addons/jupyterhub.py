@@ -80,8 +80,13 @@ def profile_list(config: ClusterConfig, hub: JupyterHub) -> list[dict[str, Any]]
     return profiles
 
 
+LDAP_CA_DIR = "/etc/jupyterhub/ldap-ca"  # the directory's CA, from its Secret, on the hub pod
+LDAP_CA_VOLUME = "ldap-ca"
+
+
 def auth_config(config: ClusterConfig, hub: JupyterHub) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
-    """hub.config sections, hub.extraEnv and hub.extraConfig for the identity source (validator jupyterhub-auth)."""
+    """hub.config sections, hub.extraEnv and hub.extraConfig for the identity source (validators jupyterhub-auth,
+    jupyterhub-identity)."""
     identity = config.slurm.identity
     if identity.ldap is not None:
         ldap = identity.ldap
@@ -92,47 +97,113 @@ def auth_config(config: ClusterConfig, hub: JupyterHub) -> tuple[dict[str, Any],
             "lookup_dn": True, "user_search_base": ldap.base_dn,
             "user_attribute": "sAMAccountName" if ldap.schema_ == "ad" else "uid",
             "lookup_dn_user_dn_attribute": "cn",
+            # The person's numeric IDs from the directory, kept in the (encrypted) auth state for the spawn below.
+            "auth_state_attributes": ["uidNumber", "gidNumber"],
         }
         if port:
             section["server_port"] = int(port)
+        if ldap.allow_groups:
+            # By DN (allowed_groups: "List of LDAP group DNs"), each searched with group_search_filter, whose default
+            # covers member / uniqueMember (rfc2307bis, AD) and memberUid (rfc2307). Names hold no comma (Ldap).
+            section["allowed_groups"] = [f"cn={g},{ldap.group_search_base}" for g in ldap.allow_groups]
         env: dict[str, Any] = {}
-        extra: dict[str, str] = {}
+        # The server's certificate is verified (ldap3 Tls validate, which defaults to ssl.CERT_NONE: ldap3 2.9.1
+        # core/tls.py), against the stack's CA or the image's system CAs; the hub fails closed without a match.
+        ca = f", 'ca_certs_file': '{LDAP_CA_DIR}/ca.crt'" if ldap.ca_certificate else ""
+        extra: dict[str, str] = {"ldap-tls": "import ssl\nc.LDAPAuthenticator.tls_kwargs = "
+                                             f"{{'validate': ssl.CERT_REQUIRED{ca}}}\n"}
         if ldap.bind_dn and ldap.bind_password:
             section["lookup_dn_search_user"] = ldap.bind_dn
             env[LDAP_PASSWORD_ENV] = _secret_env(ldap.bind_password)
             extra["ldap-bind-password"] = (
                 f"import os\nc.LDAPAuthenticator.lookup_dn_search_password = os.environ['{LDAP_PASSWORD_ENV}']\n")
-        allow = {"allow_all": True}  # sssd's allowGroups are names, LDAPAuthenticator's allowed_groups are DNs
+        # Every directory user the search and groups admit; who they are on /shared comes from their uidNumber.
+        allow = {"allow_all": True, "enable_auth_state": True}
         return ({"JupyterHub": {"authenticator_class": "ldapauthenticator.LDAPAuthenticator"},
                  "LDAPAuthenticator": section, "Authenticator": allow}, env, extra)
     assert hub.oidc is not None  # validator jupyterhub-auth
     oidc = hub.oidc
+    # The provider's stable claim -> the declared person (validator jupyterhub-identity); an unknown subject, or one
+    # outside the allowed groups, gets no name, which oauthenticator 17.4.0 refuses (oauth2.py user_info_to_username:
+    # "if not username: ... raise ValueError").
+    mapping = (f"SUBJECTS = {json.dumps(dict(sorted(oidc.users.items())))}\n"
+               f"GROUPS = {json.dumps(sorted(oidc.allowed_groups))}\n"
+               "def slurm_eks_person(user_info):\n"
+               f"    person = SUBJECTS.get(str(user_info.get({oidc.username_claim!r}, '')))\n"
+               f"    groups = user_info.get({oidc.groups_claim!r}) or []\n"
+               "    if person is None or (GROUPS and not set(groups) & set(GROUPS)):\n"
+               "        return None\n"
+               "    return person\n"
+               "c.GenericOAuthenticator.username_claim = slurm_eks_person\n")
     return ({"JupyterHub": {"authenticator_class": "generic-oauth"},
              "GenericOAuthenticator": {"authorize_url": oidc.authorize_url, "token_url": oidc.token_url,
                                        "userdata_url": oidc.userdata_url, "client_id": oidc.client_id,
-                                       "username_claim": oidc.username_claim, "scope": oidc.scope},
+                                       "scope": oidc.scope},
              # only the people the stack declares, under the names Slurm knows them by
-             "Authenticator": {"allowed_users": sorted(identity.users)}},
-            {"OAUTH_CLIENT_SECRET": _secret_env(oidc.client_secret)}, {})
+             "Authenticator": {"allowed_users": sorted(set(oidc.users.values()) & set(identity.users))}},
+            {"OAUTH_CLIENT_SECRET": _secret_env(oidc.client_secret)}, {"oidc-identity": mapping})
 
 
 def user_ids(config: ClusterConfig) -> dict[str, str]:
-    """Declared people's notebooks run under their own UID and primary GID, so /shared sees them as on Slurm;
-    a directory's UIDs are not known here, and its people run as the image's user."""
+    """Each notebook runs under its person's own UID and primary GID, so /shared sees them as Slurm does: a declared
+    person's from the stack, a directory person's uidNumber/gidNumber from their sign-in. Without one, the spawn
+    fails: never the image's default user, whose UID on /shared may be someone's."""
     identity = config.slurm.identity
-    if not identity.users:
-        return {}
-    ids = {name: [p.uid, identity.groups[p.groups[0]]] for name, p in identity.users.items()}
-    return {"user-ids": (f"IDS = {json.dumps(ids, sort_keys=True)}\n"
-                         "c.KubeSpawner.uid = lambda spawner: IDS.get(spawner.user.name, [1000, 100])[0]\n"
-                         "c.KubeSpawner.gid = lambda spawner: IDS.get(spawner.user.name, [1000, 100])[1]\n")}
+    if identity.ldap is not None:
+        lookup = ("    state = await spawner.user.get_auth_state() or {}\n"
+                  "    attributes = state.get('user_attributes') or {}\n"
+                  "    ids = [(attributes.get(k) or [None])[0] for k in ('uidNumber', 'gidNumber')]\n")
+    else:
+        ids = {name: [p.uid, identity.groups[p.groups[0]]] for name, p in identity.users.items()}
+        lookup = (f"    ids = {json.dumps(ids, sort_keys=True)}.get(spawner.user.name, [None, None])\n")
+    return {"user-ids": ("async def slurm_eks_ids(spawner):\n" + lookup +
+                         "    if None in ids or int(ids[0]) < 1000:\n"
+                         "        raise ValueError(\n"
+                         "            f'{spawner.user.name} has no UID of their own (>= 1000): no notebook')\n"
+                         "    spawner.uid, spawner.gid = int(ids[0]), int(ids[1])\n"
+                         "c.KubeSpawner.pre_spawn_hook = slurm_eks_ids\n")}
+
+
+# The AWS cloud provider's service annotations (kubernetes/cloud-provider-aws pkg/providers/v1/aws.go
+# ServiceAnnotationLoadBalancerCertificate, ServiceAnnotationLoadBalancerSSLPorts: "ports that will use SSL/HTTPS
+# listeners"), which serve NLBs too (aws-load-balancer-type: nlb, as the login Service): the NLB's TLS listener.
+NLB_SSL_CERT = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
+NLB_SSL_PORTS = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports"
 
 
 def proxy_service(hub: JupyterHub) -> dict[str, Any]:
     if hub.exposure.type == "cluster":
         return {"type": "ClusterIP"}
-    return {"type": "LoadBalancer", "annotations": {NLB_TYPE: "nlb", NLB_INTERNAL: "true"},
-            "loadBalancerSourceRanges": list(hub.exposure.allowed_cidrs)}
+    annotations = {NLB_TYPE: "nlb", NLB_INTERNAL: "true"}
+    tls = hub.exposure.tls
+    if tls is not None and tls.certificate_arn:
+        annotations |= {NLB_SSL_CERT: tls.certificate_arn, NLB_SSL_PORTS: "https"}
+    return {"type": "LoadBalancer", "annotations": annotations,
+            "loadBalancerSourceRanges": list(hub.exposure.allowed_cidrs),
+            "disableHttpPort": tls is not None}  # with TLS, no plain-HTTP listener at all
+
+
+def proxy_https(hub: JupyterHub) -> dict[str, Any]:
+    """z2jh 4.4.0 proxy.https (templates/proxy/service.yaml): `offload` sends the NLB's 443 to the proxy's HTTP port
+    (the NLB decrypts), `secret` has the proxy serve the Secret's certificate itself."""
+    tls = hub.exposure.tls
+    if hub.exposure.type == "cluster" or tls is None:
+        return {"enabled": False}
+    if tls.certificate_arn:
+        return {"enabled": True, "type": "offload"}
+    return {"enabled": True, "type": "secret", "secret": {"name": tls.secret}}
+
+
+def hub_volumes(config: ClusterConfig) -> dict[str, Any]:
+    """The directory's CA on the hub (z2jh hub.extraVolumes / extraVolumeMounts), from its Secret (validator
+    jupyterhub-auth: a Kubernetes Secret only)."""
+    ldap = config.slurm.identity.ldap
+    if ldap is None or ldap.ca_certificate is None:
+        return {}
+    secret, key = ldap.ca_certificate.removeprefix("k8s:").split("/", 1)
+    return {"extraVolumes": [{"name": LDAP_CA_VOLUME, "secret": {"secretName": secret,
+                                                                 "items": [{"key": key, "path": "ca.crt"}]}}],
+            "extraVolumeMounts": [{"name": LDAP_CA_VOLUME, "mountPath": LDAP_CA_DIR, "readOnly": True}]}
 
 
 def chart_values(config: ClusterConfig, hub: JupyterHub, hub_storage_class: pulumi.Input[str] | None = None
@@ -152,8 +223,9 @@ def chart_values(config: ClusterConfig, hub: JupyterHub, hub_storage_class: pulu
             "db": {"type": "sqlite-pvc", "pvc": {"storageClassName": hub_storage_class}},
             # our NetworkPolicies (components/segmentation/network_policies.py jupyterhub_policies) replace the chart's
             "networkPolicy": {"enabled": False},
+            **hub_volumes(config),
         },
-        "proxy": {"service": proxy_service(hub),
+        "proxy": {"service": proxy_service(hub), "https": proxy_https(hub),
                   "chp": {"nodeSelector": SYSTEM_NODE_SELECTOR, "networkPolicy": {"enabled": False}}},
         "singleuser": {
             "image": {"name": image, "tag": tag},

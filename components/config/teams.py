@@ -82,6 +82,9 @@ class Ldap(Model):
     # Only members of these groups may log in (sssd's simple access provider); empty: every directory user.
     # simple_allow_groups is a comma-separated list, so a name holds no comma.
     allow_groups: list[Annotated[str, Field(pattern=r"^[^,\r\n]+$")]] = Field(default_factory=list)
+    # Where those groups' entries live (e.g. ou=groups,dc=example,dc=org): JupyterHub's LDAPAuthenticator checks
+    # membership by group DN, cn=<name>,<groupSearchBase> (validator jupyterhub-auth).
+    group_search_base: OneLine | None = None
 
     @model_validator(mode="after")
     def _bind_pair(self) -> Ldap:

@@ -329,6 +329,7 @@ HUB_POD = {NAME_LABEL: "jupyterhub", "app.kubernetes.io/component": "hub"}
 PROXY_POD = {NAME_LABEL: "jupyterhub", "app.kubernetes.io/component": "proxy"}
 NOTEBOOK_POD = {NAME_LABEL: "jupyterhub", "app.kubernetes.io/component": "singleuser-server"}
 HUB_PORT, PROXY_HTTP, PROXY_API, NOTEBOOK_PORT = 8081, 8000, 8001, 8888
+PROXY_HTTPS = 8443  # the proxy's own TLS port (z2jh 4.4.0 templates/proxy/deployment.yaml, port `https`)
 LDAP_PORTS = (389, 636)
 
 
@@ -344,10 +345,14 @@ def jupyterhub_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> l
     # the identity provider: an OIDC provider's HTTPS endpoints, or the directory (in the VPC or beyond)
     auth = ([internet(vpc_cidr, *LDAP_PORTS), {"to": [block(vpc_cidr)], "ports": tcp(*LDAP_PORTS)}]
             if config.slurm.identity.ldap else [internet(vpc_cidr, 443)])
+    # The port people's connections reach: the proxy's TLS port when it serves the certificate itself (tls.secret),
+    # else its HTTP port (behind an NLB that ends TLS, or a port-forward).
+    tls = hub.exposure.tls
+    entry = PROXY_HTTPS if hub.exposure.type == "internal" and tls is not None and tls.secret else PROXY_HTTP
     return [
         *baseline(ns, vpc_cidr, app_selector(HUB_POD)),
         policy(ns, "proxy", app_selector(PROXY_POD),
-               ingress=[{"from": [block(c) for c in sources], "ports": tcp(PROXY_HTTP)},
+               ingress=[{"from": [block(c) for c in sources], "ports": tcp(entry)},
                         {"from": [pods(HUB_POD)], "ports": tcp(PROXY_API)}],
                egress=[{"to": [pods(HUB_POD)], "ports": tcp(HUB_PORT)},
                        {"to": [pods(NOTEBOOK_POD)], "ports": tcp(NOTEBOOK_PORT)}]),

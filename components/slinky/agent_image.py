@@ -26,8 +26,11 @@ import pulumi_docker_build as docker_build
 from components.config.cluster import ClusterConfig
 from components.config.slinky_releases import SERIES, SLINKY_REGISTRY, patch_release, release_series
 
-# The build context is slurm/ (the Dockerfile copies slurm/__init__.py and slurm/agent/ from it).
-CONTEXT = Path(__file__).resolve().parents[2] / "slurm"
+# The build context is slurm/ (the Dockerfile copies slurm/__init__.py and slurm/agent/ from it). The build is
+# handed paths relative to the project directory, which is the program's working directory under `pulumi up`
+# (the language host runs the program there), so the plan and the state do not name the checkout's location.
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CONTEXT = PROJECT_ROOT / "slurm"
 DOCKERFILE = CONTEXT / "agent" / "Dockerfile"
 REPOSITORY = "slurm-eks-agent"
 # The system nodes the agents run on (components/config/cluster.py SystemNodes: m7i, x86_64).
@@ -99,8 +102,8 @@ def _build(name: str, config: ClusterConfig, cluster_name: str, opts: pulumi.Res
     tag = context_digest(base)
     image = docker_build.Image(
         name,
-        context={"location": str(CONTEXT)},
-        dockerfile={"location": str(DOCKERFILE)},
+        context={"location": str(CONTEXT.relative_to(PROJECT_ROOT))},
+        dockerfile={"location": str(DOCKERFILE.relative_to(PROJECT_ROOT))},
         build_args={"SACKD_IMAGE": base},
         platforms=[PLATFORM],
         tags=[repository.repository_url.apply(lambda url: f"{url}:{tag}")],

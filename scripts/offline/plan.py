@@ -8,6 +8,7 @@ loop").
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import runpy
@@ -55,8 +56,22 @@ def run_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[Plan, list[Find
     return plan, warnings
 
 
+def _ensure_event_loop() -> None:
+    """Pulumi's SDK makes its futures on the thread's current event loop (asyncio.get_event_loop, as `pulumi up`'s
+    language host sets one up). An asyncio.run() earlier in this process (a CLI command, a test) ends by setting
+    none, and a loop may have been closed: then set a new one, or the first registration fails with "There is no
+    current event loop"."""
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None or loop.is_closed():
+        asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 def record(program: Callable[[], None], stack: str, mocks: RealisticMocks) -> Plan:
     """What `program` registers under `mocks`, as a plan (the whole program, or one component in a test)."""
+    _ensure_event_loop()
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=CONFIG_NAMESPACE, stack=stack, preview=False, monitor=monitor,
                              logger=_QUIET)

@@ -212,14 +212,29 @@ CASES["jupyterhub-profiles"] = [
      "has 16 Trainium per node"),
     ("prod", set_at(f"{HUB}.profiles.gpu-8.default", True), f"{HUB}.profiles", "more than one profile"),
 ]
+DIRECTORY = {"uri": "ldaps://ldap.example.org", "baseDN": "dc=example,dc=org"}
 CASES["jupyterhub-auth"] = [
     ("prod", drop_at(f"{HUB}.oidc"), f"{HUB}.oidc", "nobody could sign in"),
     ("prod", both(drop_at(f"{HUB}.oidc"), drop_at("slurm.accounts"),
-                  set_at("slurm.identity", {"ldap": {"uri": "ldaps://ldap.example.org", "baseDN": "dc=example,dc=org",
-                                                     "allowGroups": ["ml-researchers"]}})),
-     "slurm.identity.ldap.allowGroups", "the hub cannot check group names")]
-CASES["jupyterhub-exposure"] = [("prod", set_at(f"{HUB}.exposure.allowedCidrs", ["0.0.0.0/0"]),
-                                 f"{HUB}.exposure.allowedCidrs[0]", "never exposed to the internet")]
+                  set_at("slurm.identity", {"ldap": {**DIRECTORY, "allowGroups": ["ml-researchers"]}})),
+     "slurm.identity.ldap.groupSearchBase", "hub checks groups by DN"),
+    ("prod", both(drop_at(f"{HUB}.oidc"), drop_at("slurm.accounts"), set_at("slurm.identity", {"ldap": {
+        **DIRECTORY, "caCertificate": "arn:aws:secretsmanager:us-west-2:123456789012:secret:ldap-ca"}})),
+     "slurm.identity.ldap.caCertificate", "reads from a Kubernetes Secret only")]
+CASES["jupyterhub-identity"] = [
+    ("prod", set_at(f"{HUB}.oidc.usernameClaim", "preferred_username"), f"{HUB}.oidc.usernameClaim",
+     "a claim people can change"),
+    ("prod", set_at(f"{HUB}.oidc.users", {}), f"{HUB}.oidc.users", "nobody could sign in"),
+    ("prod", set_at(f"{HUB}.oidc.users.00u1mallory", "mallory"), f"{HUB}.oidc.users.00u1mallory",
+     "not a person slurm.identity.users declares"),
+    ("prod", set_at(f"{HUB}.oidc.users.00u1second", "alice"), f"{HUB}.oidc.users", "one person mapped from two"),
+]
+CASES["jupyterhub-exposure"] = [
+    ("prod", set_at(f"{HUB}.exposure.allowedCidrs", ["0.0.0.0/0"]), f"{HUB}.exposure.allowedCidrs[0]",
+     "never exposed to the internet"),
+    ("prod", drop_at(f"{HUB}.exposure.tls"), f"{HUB}.exposure.tls", "in plain HTTP"),
+    ("prod", set_at(f"{HUB}.exposure.tls.secret", "hub-tls"), f"{HUB}.exposure.tls", "exactly one of them"),
+]
 CASES["gitops-repo"] = [  # more cases: tests/gitops/test_gitops.py
     ("prod", set_at("gitops", {"repoURL": "http://git.example.com/x.git"}), "gitops.repoURL", "HTTPS or SSH"),
     ("prod", set_at("gitops", {"repoURL": "git@git.example.com:o/r.git", "path": "/abs"}), "gitops.path",

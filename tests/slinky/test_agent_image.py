@@ -4,6 +4,7 @@ never made up); with `slurm.images.agent` nothing is built and the pods run that
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
@@ -37,8 +38,9 @@ def test_pulumi_up_builds_it_on_the_stacks_sackd_image_and_the_pods_run_its_dige
     image = one(plan, "docker-build:index:Image").inputs
     base = "ghcr.io/slinkyproject/sackd:25.11.8-ubuntu24.04"  # the stack's Slurm release, Slinky's sackd stage
     assert image["buildArgs"] == {"SACKD_IMAGE": base} and agent_image.base_image(load_stack("prod")[0]) == base
-    assert Path(image["context"]["location"]) == agent_image.CONTEXT
-    assert Path(image["dockerfile"]["location"]) == agent_image.DOCKERFILE
+    # Relative to the project directory (the program's working directory): the plan names no checkout's path.
+    assert (image["context"]["location"], image["dockerfile"]["location"]) == ("slurm", "slurm/agent/Dockerfile")
+    assert agent_image.PROJECT_ROOT / image["context"]["location"] == agent_image.CONTEXT
     assert image["platforms"] == ["linux/amd64"] and image["push"] is True and image["buildOnPreview"] is False
     assert image["tags"] == [f"123456789012.dkr.ecr.us-west-2.amazonaws.com/ml-training-prod/slurm-eks-agent:"
                              f"{agent_image.context_digest(base)}"]
@@ -49,6 +51,7 @@ def test_a_stack_with_its_own_agent_image_builds_nothing(tmp_path: Path) -> None
     raw = raw_config("dev")
     raw["slurm"].setdefault("images", {})["agent"] = OWN
     (tmp_path / "Pulumi.own.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
+    asyncio.run(asyncio.sleep(0))  # as a test or command before it in the process may: it leaves no event loop set
     plan, _ = run_plan("own", tmp_path)
     assert not [r for r in plan.resources if r.type.startswith(("aws:ecr/", "docker-build:"))]
     assert agent_images(plan) == {OWN}

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from components.config.cluster import ClusterConfig
 from components.config.gitops import HTTPS_URL, SSH_URL
+from components.config.jupyterhub import EDITABLE_CLAIMS
 from components.config.rules.registry import Found, known_types, rule
 from components.names import WORLD_CIDRS
 
@@ -58,12 +59,41 @@ def jupyterhub_auth(c: ClusterConfig) -> Iterator[Found]:
         yield Found("slurm.identity.ldap.bindPassword", ldap.bind_password, "the hub reads its bind password "
                     "from a Kubernetes Secret only",
                     "use k8s:<secret>/<key> (the Secret in namespace jupyterhub too)")
-    if mode == "ldap" and ldap and ldap.allow_groups:
-        # sssd admits by group name (simple_allow_groups); ldapauthenticator 2.0.2's allowed_groups takes group DNs,
-        # which the stack does not know: the hub would admit every directory user to the GPU pools.
-        yield Found("slurm.identity.ldap.allowGroups", ldap.allow_groups, "Slurm logins are limited to these "
-                    "groups, but the hub cannot check group names: every directory user could start a notebook",
-                    "leave allowGroups empty, or turn addons.jupyterhub off until the hub can check the groups")
+    if mode == "ldap" and ldap and ldap.allow_groups and not ldap.group_search_base:
+        # sssd admits by group name (simple_allow_groups); ldapauthenticator 2.0.2's allowed_groups takes group DNs:
+        # without the groups' base the hub could not check them and would admit every directory user.
+        yield Found("slurm.identity.ldap.groupSearchBase", None, "Slurm logins are limited to allowGroups, but the "
+                    "hub checks groups by DN and cannot name them: every directory user could start a notebook",
+                    "set groupSearchBase to the DN the groups live under (the hub checks cn=<group>,<that DN>)")
+    if mode == "ldap" and ldap and ldap.ca_certificate and not ldap.ca_certificate.startswith("k8s:"):
+        yield Found("slurm.identity.ldap.caCertificate", ldap.ca_certificate, "the hub verifies the directory's "
+                    "certificate with a CA it reads from a Kubernetes Secret only",
+                    "use k8s:<secret>/<key> (the Secret in namespace jupyterhub too)")
+
+
+@rule("jupyterhub-identity")
+def jupyterhub_identity(c: ClusterConfig) -> Iterator[Found]:
+    """Who signed in becomes a UID on /shared: the provider's claim must be one nobody can edit, and each value must
+    map to exactly one declared person."""
+    hub = c.addons.jupyterhub
+    oidc = hub.oidc if hub else None
+    if oidc is None:
+        return
+    if oidc.username_claim in EDITABLE_CLAIMS:
+        yield Found("addons.jupyterhub.oidc.usernameClaim", oidc.username_claim, "a claim people can change at "
+                    "the provider: whoever renames themselves to another's name would get their UID on /shared",
+                    'use "sub" (never reassigned within the provider) and map each subject under oidc.users')
+    if not oidc.users:
+        yield Found("addons.jupyterhub.oidc.users", {}, "no subject is mapped to a declared person: nobody could "
+                    "sign in", "add <subject>: <slurm.identity.users name> for each person")
+    for subject, person in oidc.users.items():
+        if person not in c.slurm.identity.users:
+            yield Found(f"addons.jupyterhub.oidc.users.{subject}", person, "not a person slurm.identity.users "
+                        "declares: the notebook would have no UID", f"use one of {', '.join(c.slurm.identity.users)}")
+    twice = sorted({p for p in oidc.users.values() if list(oidc.users.values()).count(p) > 1})
+    if twice:
+        yield Found("addons.jupyterhub.oidc.users", twice, "one person mapped from two subjects: either account "
+                    "would act as them", "keep one subject per person")
 
 
 @rule("jupyterhub-exposure")
@@ -74,6 +104,17 @@ def jupyterhub_exposure(c: ClusterConfig) -> Iterator[Found]:
         if str(net) in WORLD_CIDRS or net.prefixlen < 8:
             yield Found(f"addons.jupyterhub.exposure.allowedCidrs[{i}]", cidr, "the hub is never exposed to the "
                         "internet", "list your office or VPN ranges")
+    if hub and hub.exposure.type == "internal":
+        tls = hub.exposure.tls
+        if tls is None:
+            yield Found("addons.jupyterhub.exposure.tls", None, "an internal NLB in plain HTTP carries sign-ins, "
+                        "tokens and notebook code across the VPC",
+                        "set tls.certificateArn (an ACM certificate the NLB serves) or tls.secret (a "
+                        "kubernetes.io/tls Secret in namespace jupyterhub), or use exposure.type: cluster")
+        elif (tls.certificate_arn is None) == (tls.secret is None):
+            yield Found("addons.jupyterhub.exposure.tls", tls.model_dump(by_alias=True, exclude_none=True),
+                        "TLS ends in one place: the NLB (certificateArn) or the proxy (secret), exactly one of them",
+                        "keep one of tls.certificateArn and tls.secret")
 
 
 @rule("gitops-repo")
