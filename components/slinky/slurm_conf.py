@@ -20,6 +20,7 @@ fair-share priorities and enforced limits (`accounting_conf`), and partitions li
 from __future__ import annotations
 
 from components.catalog import InstanceType
+from components.compute.scheduling import partition_instance
 from components.config.cluster import ClusterConfig, Partition
 from components.config.health import HEALTH_ACCOUNT
 from components.slinky.health_settings import active_checks
@@ -61,6 +62,13 @@ SLURM_CONF: dict[str, str] = {
     # accounts Job runs sacctmgr, not a job), so root runs no job at all (slurm.conf(5) DisableRootJobs).
     "DisableRootJobs": "YES",
     "SrunPortRange": f"{SRUN_PORT_RANGE[0]}-{SRUN_PORT_RANGE[1]}",
+    # Each job gets its own /tmp and /dev/shm, which go when it ends: nothing one job (or person) leaves there is
+    # read by the next on the node (slurm.conf(5) 25.11 NamespaceType: namespace/tmpfs "create[s] a private
+    # namespace on the filesystem for jobs, which houses temporary file systems (/tmp and /dev/shm) for each job";
+    # "To use these plugins, 'PrologFlags=Contain' must be set": components/slinky/health_settings.py sets it).
+    # Configured by job_container.conf (JOB_CONTAINER_CONF), which configless serves to slurmd (SchedMD/slurm
+    # slurm-25-11-7-1 src/common/fetch_config.c slurmd_config_files).
+    "NamespaceType": "namespace/tmpfs",
 }
 GPU_CONF: dict[str, str] = {
     "GresTypes": "gpu",
@@ -73,10 +81,17 @@ CGROUP_CONF: dict[str, str] = {
     "ConstrainCores": "yes",
     "ConstrainRAMSpace": "yes",
     # A job sees only the GPUs it was allocated. Devices that are not GRES (Neuron, EFA) stay open: the
-    # cgroup/v2 device filter's default action is accept (src/plugins/cgroup/v2/cgroup_v2.c close_ebpf_prog).
+    # cgroup/v2 device filter's default action is accept (src/plugins/cgroup/v2/cgroup_v2.c close_ebpf_prog),
+    # so nodes with them go to one person at a time (shares_open_devices below).
     "ConstrainDevices": "yes",
 }
 GRES_CONF = "AutoDetect=nvidia\n"
+# job_container.conf(5) 25.11: the plugin keeps each job's directories under BasePath, which "must be unique to each
+# node" (%n: the Slurm node name, so even slurmd pods that shared a directory would not collide) and must not be
+# one of Dirs; AutoBasePath creates it (0755) at slurmd start. /dev/shm becomes a fresh tmpfs per job
+# (src/plugins/namespace/tmpfs/namespace_tmpfs.c), so NCCL's shared memory is the job's own too.
+NAMESPACE_BASE = "/var/spool/slurmd/namespace/%n"
+JOB_CONTAINER_CONF = f"AutoBasePath=true\nBasePath={NAMESPACE_BASE}\nDirs=/tmp,/dev/shm\n"
 # A glob, so slurmctld (which has no pyxis) does not fail on the include; slurmd and login have pyxis.
 PLUGSTACK_CONF = "include /usr/share/pyxis/*\n"
 
@@ -120,7 +135,8 @@ def controller_extra_conf(instances: dict[str, InstanceType]) -> str:
 
 def config_files(instances: dict[str, InstanceType]) -> dict[str, dict[str, str]]:
     """ConfigMaps (name -> files) mounted into /etc/slurm and served to slurmd and login by configless."""
-    files = {"slurm-plugstack": {"plugstack.conf": PLUGSTACK_CONF}, "slurm-cgroup": {"cgroup.conf": lines(CGROUP_CONF)}}
+    files = {"slurm-plugstack": {"plugstack.conf": PLUGSTACK_CONF}, "slurm-cgroup": {"cgroup.conf": lines(CGROUP_CONF)},
+             "slurm-job-container": {"job_container.conf": JOB_CONTAINER_CONF}}
     if has_gpu_partition(instances):
         files["slurm-gres"] = {"gres.conf": GRES_CONF}
     return files
@@ -141,10 +157,22 @@ def nodeset_extra_conf(partition: Partition, instance: InstanceType) -> str:
     return " ".join(items)
 
 
+def shares_open_devices(partition: Partition) -> bool:
+    """Whether a node of the partition has devices a job can open without being given them: Neuron devices and EFA
+    interfaces are not GRES here, so ConstrainDevices does not fence them (CGROUP_CONF). Such nodes go to one person
+    at a time (slurm.conf(5) ExclusiveUser=YES: "nodes will be exclusively allocated to users. Multiple jobs may be
+    run for the same user, but only one user can be active at a time"); the rendered jobs take whole nodes anyway
+    (--exclusive), so only hand-written jobs that would have shared a node with someone else wait instead."""
+    instance = partition_instance(partition)
+    return instance.accelerator == "neuron" or (partition.efa and instance.has_efa)
+
+
 def partition_conf(name: str, config: ClusterConfig) -> str:
     """Options on the operator's `PartitionName=<name> Nodes=<name>` line (one line, CRD pattern)."""
     partition = config.partitions[name]
     options = [f"MaxTime={partition.max_time}", "State=UP"]
+    if shares_open_devices(partition):
+        options.append("ExclusiveUser=YES")
     if name == config.default_partition:
         options.append("Default=YES")
     if partition.accounts:
