@@ -158,6 +158,9 @@ class Login(Model):
 
 class RestApi(Model):
     replicas: int = Field(1, ge=0)
+    # The longest a token from `scontrol token` lives, in seconds (slurm.conf AuthAltParameters max_token_lifespan;
+    # unset in Slurm, a person could mint one that never expires). A day: a notebook's token for a working day.
+    max_token_lifespan: int = Field(86400, ge=300, le=30 * 86400)
 
 
 class SlurmImages(Model):

@@ -128,6 +128,14 @@ def accounting_conf(config: ClusterConfig) -> dict[str, str]:
     }
 
 
+def token_conf(config: ClusterConfig) -> dict[str, str]:
+    """A bound on the JWTs people mint with `scontrol token` (the slurmrestd credential of notebooks): slurm.conf(5)
+    25.11 AuthAltParameters max_token_lifespan, "max lifespan (in seconds) for any token generated for user
+    accounts. Limit applies to all users except SlurmUser". The operator merges AuthAltParameters with its own
+    jwt_key (slurm-operator v1.2.1 controller_config.go buildSlurmConf; the twin's operator port shows it)."""
+    return {"AuthAltParameters": f"max_token_lifespan={config.slurm.restapi.max_token_lifespan}"}
+
+
 def controller_extra_conf(instances: dict[str, InstanceType]) -> str:
     """Lines appended to slurm.conf."""
     return lines(SLURM_CONF | (GPU_CONF if has_gpu_partition(instances) else {}))

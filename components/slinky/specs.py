@@ -167,7 +167,7 @@ def controller_spec(config: ClusterConfig, cluster_name: str, storage_class: pul
         # node-check.sh as Prolog and Epilog (components/slinky/node_health.py), its settings in extraConf.
         **node_health.controller_fields(),
         "extraConf": slurm_conf.controller_extra_conf(instances) + slurm_conf.lines(
-            slurm_conf.accounting_conf(config) | health_slurm_conf(config)),
+            slurm_conf.accounting_conf(config) | health_slurm_conf(config) | slurm_conf.token_conf(config)),
     }
 
 

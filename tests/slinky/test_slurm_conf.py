@@ -27,6 +27,7 @@ OPERATOR_KEYS = frozenset({
     "AccountingStorageType", "AccountingStorageHost", "AccountingStoragePort", "PrologSlurmctld",
     "EpilogSlurmctld", "Prolog", "Epilog", "NodeSet", "PartitionName",
 })
+OPERATOR_MERGED = frozenset({"SlurmctldParameters", "AuthInfo", "AuthAltParameters"})  # its values and ours, merged
 # What it writes as cgroup.conf when no configFileRefs ConfigMap has one (buildCgroupConf): ours replaces it.
 OPERATOR_CGROUP = {"CgroupPlugin": "cgroup/v2", "IgnoreSystemd": "yes"}
 # The values each key we use takes in Slurm 25.11 (SchedMD/slurm slurm-25-11-6-1, doc/man/man5/slurm.conf.5 and
@@ -60,6 +61,7 @@ SLURM_CONF_25_11: dict[str, frozenset[str] | None] = {
     # srun's listening ports (components/slinky/slurm_conf.py SRUN_PORT_RANGE): "<min>-<max>".
     "SrunPortRange": None,
     "NamespaceType": frozenset({"namespace/linux", "namespace/tmpfs"}),
+    "AuthAltParameters": None,  # max_token_lifespan=<seconds>, merged by the operator with its jwt_key
     # The flag options (options taking `=value` left out: we set none).
     "SchedulerParameters": frozenset({
         "allow_zero_lic", "assoc_limit_stop", "bf_allow_magnetic_slot", "bf_busy_nodes", "bf_continue",
@@ -153,7 +155,11 @@ def test_nothing_twice_nor_what_the_operator_writes(plan: Plan) -> None:
     (controller,) = objects(plan, "Controller").values()
     keys = [k for k, _ in key_values(controller["spec"]["extraConf"])]
     assert len(keys) == len(set(keys))
-    assert not set(keys) & OPERATOR_KEYS
+    assert not set(keys) & (OPERATOR_KEYS - OPERATOR_MERGED)
+
+
+def test_tokens_people_mint_expire_within_a_day(plan: Plan) -> None:
+    assert controller_conf(plan)["AuthAltParameters"] == "max_token_lifespan=86400"
 
 
 def test_every_key_and_value_is_slurm_25_11s(plan: Plan) -> None:

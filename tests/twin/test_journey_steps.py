@@ -124,6 +124,17 @@ def test_each_job_has_its_own_tmp_and_shm_and_they_go_with_it(stack_twin: tuple[
     assert f"left-by-{first.id}" not in leftovers, f"job {first.id}'s files are in {node}'s own /tmp or /dev/shm"
 
 
+def test_a_person_can_mint_a_token_for_a_day_and_no_longer(stack_twin: tuple[str, Twin]) -> None:
+    """AuthAltParameters=max_token_lifespan (slurm.restapi.maxTokenLifespan) through the operator's merge, enforced by
+    the real slurmctld (src/slurmctld/proc_req.c: "rejecting token lifespan ... exceeds limit")."""
+    stack, twin = stack_twin
+    person = Researcher(twin, USERS[stack], stack)
+    assert person.sh("scontrol token lifespan=3600").stdout.startswith("SLURM_JWT=")
+    forever = person.sh("scontrol token lifespan=31536000", check=False)
+    assert forever.returncode != 0 and not forever.stdout.startswith("SLURM_JWT="), \
+        f"{stack}: a one-year token was issued: {forever.stdout}{forever.stderr}"
+
+
 def test_a_slurmd_pod_taken_away_requeues_its_job(stack_twin: tuple[str, Twin]) -> None:
     stack, twin = stack_twin
     person = Researcher(twin, USERS[stack], stack)

@@ -342,14 +342,16 @@ def test_stack_slurm_conf_scripts_and_extra_conf_verbatim(stack: str) -> None:
     section = "\n".join([f"Prolog={p}" for p in prologs] + [f"Epilog={e}" for e in epilogs])
     assert f"#\n### PROLOG & EPILOG ###\n{section}\n#\n" in conf
     extra = s.controller["spec"]["extraConf"]
-    assert conf.endswith(f"#\n### EXTRA CONFIG ###\n{extra}\n")  # no key the operator merges: no MERGED CONFIG
-    assert "### MERGED CONFIG ###" not in conf
+    # One key the operator merges, AuthAltParameters (the token bound): its jwt_key and ours in MERGED CONFIG, last,
+    # which is the value slurmctld keeps.
+    assert conf.endswith(f"#\n### EXTRA CONFIG ###\n{extra}\n#\n### MERGED CONFIG ###\n"
+                         "AuthAltParameters=jwt_key=/etc/slurm/jwt.key,max_token_lifespan=86400\n")
 
 
 def test_prod_slurm_conf_gpu_h100() -> None:
     lines = stack_slurm_conf("prod").splitlines()
     assert "NodeSet=gpu-h100 Feature=gpu-h100" in lines
-    assert "PartitionName=gpu-h100 Nodes=gpu-h100 MaxTime=7-00:00:00 State=UP Default=YES" in lines
+    assert "PartitionName=gpu-h100 Nodes=gpu-h100 MaxTime=7-00:00:00 State=UP ExclusiveUser=YES Default=YES" in lines
 
 
 def test_stack_cgroup_conf_comes_from_the_configmap(stack: str) -> None:
