@@ -31,6 +31,7 @@ import pulumi_kubernetes as k8s
 from components.aws.eks import SYSTEM_NODE_SELECTOR, EksCluster
 from components.compute.scheduling import partition_instance
 from components.config.cluster import ClusterConfig
+from components.lifecycle.repair_scope import repair_scope_policy
 from components.names import SHARED_MOUNT, SLURM_NAMESPACE
 from components.slinky import specs
 from components.slinky.accounts import (
@@ -203,6 +204,8 @@ class NodeRepair(pulumi.ComponentResource):
                                 opts=options(after))
         cluster_role = k8s.rbac.v1.ClusterRole(f"{name}-cluster-role", metadata={"name": NAME, "labels": POD_LABELS},
                                                rules=cluster_rules(args.config), opts=options(after))
+        # What RBAC cannot narrow (which nodes, which fields, which NodeClaims), before the agent holds the verbs.
+        scope = repair_scope_policy(f"{name}-scope", args.config, NAME, options(after))
         subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": SLURM_NAMESPACE}]
         bindings = [
             k8s.rbac.v1.RoleBinding(f"{name}-binding", metadata=meta(NAME), subjects=subject,
@@ -211,7 +214,7 @@ class NodeRepair(pulumi.ComponentResource):
             k8s.rbac.v1.ClusterRoleBinding(f"{name}-cluster-binding", metadata={"name": NAME, "labels": POD_LABELS},
                                            subjects=subject, role_ref={"apiGroup": "rbac.authorization.k8s.io",
                                                                        "kind": "ClusterRole", "name": NAME},
-                                           opts=options([cluster_role, account])),
+                                           opts=options([cluster_role, account, *scope])),
         ]
         # The controller owns the ledger's data once it runs; Pulumi only makes sure the object exists.
         ledger = k8s.core.v1.ConfigMap(f"{name}-ledger", metadata=meta(LEDGER_CONFIG_MAP),

@@ -3,7 +3,8 @@
 matchResources select the request, matchConditions must all hold, variables are evaluated in order, and each
 validation that is false, or fails to evaluate under failurePolicy Fail, rejects it when the binding's
 validationActions include Deny. CEL: scripts/manifests/cel_rules.py. Only what a plan's policies use is modelled:
-namespaceSelector and objectSelector-free resourceRules on the core group.
+namespaceSelector and objectSelector-free resourceRules; `object` and `oldObject` (null on CREATE and DELETE
+respectively, as the API server binds them).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from scripts.manifests.cel_rules import evaluate
 class Request:
     """The parts of an admission request our policies read: `request.*` and the namespace's labels."""
 
-    operation: str  # CREATE, UPDATE
+    operation: str  # CREATE, UPDATE, DELETE
     resource: str  # e.g. "pods", "pods/ephemeralcontainers"
     username: str
     namespace_labels: Mapping[str, str]
+    group: str = ""  # the API group: "" (core), "karpenter.sh"
 
     def binding(self) -> dict[str, Any]:
         resource, _, sub = self.resource.partition("/")
@@ -49,7 +51,7 @@ def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bo
 def _rule_matches(rule: Mapping[str, Any], request: Request) -> bool:
     return (set(rule.get("operations") or []) & {request.operation, "*"} != set()
             and set(rule.get("resources") or []) & {request.resource, "*"} != set()
-            and "" in (rule.get("apiGroups") or []))
+            and set(rule.get("apiGroups") or []) & {request.group, "*"} != set())
 
 
 def applies(policy: Mapping[str, Any], binding: Mapping[str, Any], request: Request) -> bool:
@@ -62,14 +64,15 @@ def applies(policy: Mapping[str, Any], binding: Mapping[str, Any], request: Requ
             and selects(resources.get("namespaceSelector"), request.namespace_labels))
 
 
-def rejections(policy: Mapping[str, Any], binding: Mapping[str, Any], obj: Mapping[str, Any],
-               request: Request) -> list[str]:
-    """Why the API server would deny `obj` (empty: admitted, or not this policy's business)."""
+def rejections(policy: Mapping[str, Any], binding: Mapping[str, Any], obj: Mapping[str, Any] | None,
+               request: Request, old: Mapping[str, Any] | None = None) -> list[str]:
+    """Why the API server would deny `obj` (the object after the request; `old`, before it; empty: admitted, or not
+    this policy's business)."""
     spec = policy["spec"]
     if not applies(policy, binding, request) or "Deny" not in binding["spec"].get("validationActions", []):
         return []
     fail = spec.get("failurePolicy", "Fail") == "Fail"
-    bindings: dict[str, Any] = {"object": obj, "request": request.binding()}
+    bindings: dict[str, Any] = {"object": obj, "oldObject": old, "request": request.binding()}
     try:
         if not all(evaluate(c["expression"], bindings) for c in spec.get("matchConditions") or []):
             return []

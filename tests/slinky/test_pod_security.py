@@ -52,8 +52,8 @@ def test_only_slurmd_and_node_exporter_namespaces_are_privileged() -> None:
 
 def policy_objects() -> tuple[dict[str, Any], dict[str, Any]]:
     plan = shipped_plan("prod")
-    (policy,) = objects(plan, "ValidatingAdmissionPolicy").values()
-    (binding,) = objects(plan, "ValidatingAdmissionPolicyBinding").values()
+    policy = objects(plan, "ValidatingAdmissionPolicy")[host_access.POLICY]
+    binding = objects(plan, "ValidatingAdmissionPolicyBinding")[host_access.POLICY]
     return policy, binding
 
 
