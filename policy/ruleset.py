@@ -6,12 +6,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from components.findings import Finding
+from policy.isolation_rules import ISOLATION_RESOURCE_RULES, ISOLATION_STACK_RULES
 from policy.model import SEVERITY, Resource, ResourceRule, StackRule
 from policy.pack_config import PackConfig, parse
 from policy.rules import RESOURCE_RULES
 from policy.stack_rules import STACK_RULES
 
-RULES: tuple[ResourceRule | StackRule, ...] = (*RESOURCE_RULES, *STACK_RULES)
+RULES: tuple[ResourceRule | StackRule, ...] = (*RESOURCE_RULES, *ISOLATION_RESOURCE_RULES, *STACK_RULES,
+                                               *ISOLATION_STACK_RULES)
 
 
 def evaluate(resources: Sequence[Resource], config: PackConfig | None = None) -> list[Finding]:

@@ -190,6 +190,13 @@ def _drop(*path: str) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _without_repair_scope() -> tuple[Plan, str]:
+    plan = prod()
+    plan.resources = [r for r in plan.resources if not r.name.startswith("repair-scope")]
+    return plan, one(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+                     "repair-cluster-binding").urn
+
+
 def _vpc_without_flow_log() -> tuple[Plan, str]:
     plan = prod()
     plan.resources = [r for r in plan.resources if r.type != "aws:ec2/flowLog:FlowLog"]
@@ -285,6 +292,22 @@ CASES: tuple[Case, ...] = (
     Case("slurm-patched", "Controller on 25.11.6",
          _mutate("kubernetes:slinky.slurm.net/v1beta1:Controller", None,
                  _set(("spec", "slurmctld", "image"), "ghcr.io/slinkyproject/slurmctld:25.11.6-ubuntu24.04"))),
+    Case("jobs-isolated", "no NamespaceType: jobs share /tmp and /dev/shm",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:Controller", None, lambda i: i["spec"].update(
+             extraConf=i["spec"]["extraConf"].replace("NamespaceType=namespace/tmpfs\n", "")))),
+    Case("jobs-isolated", "PrologFlags without Contain",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:Controller", None, lambda i: i["spec"].update(
+             extraConf=i["spec"]["extraConf"].replace("PrologFlags=Alloc,Contain", "PrologFlags=Alloc")))),
+    Case("jobs-isolated", "tokens without a lifespan bound",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:Controller", None, lambda i: i["spec"].update(
+             extraConf=i["spec"]["extraConf"].replace("AuthAltParameters=max_token_lifespan=86400\n", "")))),
+    Case("devices-not-shared", "a Trainium partition shared between people",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:NodeSet", "slurm-nodeset-trainium", lambda i: i["spec"][
+             "partition"].update(config=i["spec"]["partition"]["config"].replace(" ExclusiveUser=YES", "")))),
+    Case("hub-over-tls", "the hub's NLB in plain HTTP",
+         _mutate("kubernetes:helm.sh/v3:Release", "jupyterhub", lambda i: i["values"]["proxy"].update(
+             https={"enabled": False}))),
+    Case("node-writers-scoped", "the repair agent without its admission policy", lambda: _without_repair_scope()),
     Case("images-pinned", "MariaDB server on a major.minor tag", lambda: _hand_made_one(
         resource("kubernetes:k8s.mariadb.com/v1alpha1:MariaDB", "db", {"spec": {"image": "mariadb:11.4"}}))),
     Case("namespace-default-deny", "the slurm namespace's deny-all admits egress anywhere",
