@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pwd
 import re
 import shutil
 import socket
@@ -160,7 +161,8 @@ def test_the_rendered_trainium_script_runs_stops_and_resumes_end_to_end(
     # The precompile ran the user's flags unchanged under graph extraction, and left only its marker.
     (compile_call,) = sandbox.calls("neuron_parallel_compile")
     assert compile_call["argv"][-len(flags):] == flags
-    assert len(list((sandbox.shared / "neuron-cache" / "precompiled").iterdir())) == 1
+    own_cache = sandbox.shared / "neuron-cache" / pwd.getpwuid(os.getuid()).pw_name  # the user's own (own_directory.sh)
+    assert len(list((own_cache / "precompiled").iterdir())) == 1
 
     # The same job again from no checkpoint, on the same shared file system: the graphs stay compiled (one
     # precompile in all), and a stop, requeue and resume end on the uninterrupted run's parameters.
