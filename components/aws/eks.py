@@ -16,7 +16,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from components.aws.eks_addons import CNI_NAMESPACE, CNI_SERVICE_ACCOUNT, addon_version, vpc_cni
+from components.aws.eks_addons import CLUSTER_TAG, CNI_NAMESPACE, CNI_SERVICE_ACCOUNT, addon_version, vpc_cni
 from components.aws.iam import aws_scope, irsa_assume_role_policy, node_role, secrets_key_policy
 from components.aws.vpc import Network
 from components.config import cluster as cfg
@@ -143,7 +143,7 @@ class EksCluster(pulumi.ComponentResource):
         self.oidc_provider_url = cluster.oidc_provider_url
         cni_role = self.irsa_role(f"{name}-vpc-cni", CNI_NAMESPACE, CNI_SERVICE_ACCOUNT, child)
         # Nodes become Ready only once the CNI runs on them: every node group waits for it.
-        cni = vpc_cni(f"{name}-vpc-cni", self.name, c.kubernetes_version, cni_role,
+        cni = vpc_cni(f"{name}-vpc-cni", self.name, c.kubernetes_version, cni_role, args.network.vpc_id,
                       pulumi.ResourceOptions(parent=self, depends_on=[cluster]))
         node_groups = _NodeGroups(name, self.name, cluster, args.network, c, [cni], self)
         # Labelled, not tainted: GPU and Trainium nodes carry taints, so ordinary pods land here anyway.
@@ -193,8 +193,11 @@ class _NodeGroups:
                 device_name="/dev/xvda",
                 ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
                     volume_size=80, volume_type="gp3", encrypted="true", delete_on_termination="true"))],
+            # The cluster tag Karpenter's nodes carry too: the VPC CNI may attach interfaces only to instances with it
+            # (components/aws/eks_addons.py cni_policy).
             tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(
-                resource_type="instance", tags={"Name": f"{self.cluster_name}-{role}", **c.tags})],
+                resource_type="instance", tags={"Name": f"{self.cluster_name}-{role}", **c.tags,
+                                                CLUSTER_TAG.format(self.cluster_name): "owned"})],
             opts=child)
         taints = [aws.eks.NodeGroupTaintArgs(key=taint["key"], value=taint["value"],
                                              effect=TAINT_EFFECTS[taint["effect"]])] if taint else None

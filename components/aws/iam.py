@@ -18,10 +18,11 @@ import pulumi_aws as aws
 # else. Karpenter v1.14's KarpenterNodeRole (cloudformation.yaml, ../shared/upstream/karpenter) also attaches
 # AmazonEKS_CNI_Policy and AmazonSSMManagedInstanceCore; we deliberately do not. Every process on a node can
 # use its role, and the CNI policy lets it re-point any ENI's security groups
-# (ec2:ModifyNetworkInterfaceAttribute on *): the VPC CNI gets it on its own IRSA role (components/aws/eks_addons.py),
-# as that guide recommends. SSM would give anyone holding the node's credentials a remote shell channel.
+# (ec2:ModifyNetworkInterfaceAttribute on *): the VPC CNI gets its permissions on its own IRSA role, as that guide
+# recommends, scoped to this cluster's VPC and instances (components/aws/eks_addons.py cni_policy). SSM would give
+# anyone holding the node's credentials a remote shell channel.
 NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
-# Only the VPC CNI's service account carries this one.
+# Nobody carries this one: the VPC CNI has a scoped copy (components/aws/eks_addons.py cni_policy).
 CNI_POLICY = "AmazonEKS_CNI_Policy"
 
 

@@ -27,7 +27,7 @@ ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 # AWS-managed policies no node role carries (components/aws/iam.py NODE_POLICIES), and what they would hand a node.
 NOT_FOR_NODES = {
     "AmazonEKS_CNI_Policy": "ec2:ModifyNetworkInterfaceAttribute on every ENI (it can change any ENI's "
-                            "security groups); the VPC CNI has it on its own IRSA role",
+                            "security groups); the VPC CNI has a policy scoped to this cluster on its own IRSA role",
     "AmazonSSMManagedInstanceCore": "ssm:* session channels (a remote shell on the node)",
 }
 ISSUER_REGION = re.compile(r"oidc\.eks\.([a-z0-9-]+)\.amazonaws\.com")
@@ -140,6 +140,7 @@ def plan_facts(plan: Plan, provider_arn: str) -> Facts:
     cluster = clusters[0].inputs if clusters else {}
     return Facts(partition=partition, region=region.group(1) if region else "", account=account,
                  cluster=str(cluster.get("name", "")), kubernetes_version=str(cluster.get("version", "")),
+                 vpc=str(cluster.get("vpcId", "")),
                  node_classes=_node_classes(plan), interruption_queue=_interruption_queue(plan),
                  lifecycle=_lifecycle_settings(plan))
 

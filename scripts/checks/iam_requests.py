@@ -8,7 +8,9 @@ wrong tag name there must show here). Sources:
 - EBS CSI driver: kubernetes-sigs/aws-ebs-csi-driver at v1.64.0;
 - EFS CSI driver: kubernetes-sigs/aws-efs-csi-driver at v3.4.1 (commit 3fcc6bdd, chart 4.4.1);
 - the node lifecycle controller: the EC2 operations slurm/agent/contract.py names, which tests/agent hold to the
-  calls the agent really makes through botocore.
+  calls the agent really makes through botocore;
+- the VPC CNI: aws/amazon-vpc-cni-k8s pkg/awsutils/awsutils.go (ipamd's EC2 calls: createENI, attachENI, freeENI,
+  AllocIPAddresses, DeallocIPAddresses, and the describes) at v1.20.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Facts:
     interruption_queue: str | None = None
     # The node lifecycle controller's settings.json (components/lifecycle/node_repair.py), as its pod reads them.
     lifecycle: Mapping[str, object] | None = None
+    vpc: str = ""  # the cluster's VPC ID
 
     # Built here, not with components.aws.iam.Scope: a wrong ARN there must show as a denied request here.
     def arn(self, service: str, resource: str, region: str | None = None, account: str | None = None) -> str:
@@ -257,6 +260,33 @@ def lifecycle_calls(facts: Facts) -> list[Call]:
             for operation in settings.ec2_calls()]
 
 
+def vpc_cni_calls(facts: Facts) -> list[Call]:
+    """ipamd on a node: an interface for pods created in one of the cluster's subnets with its security groups,
+    tagged on create, attached to the node's instance (delete on termination set through
+    ModifyNetworkInterfaceAttribute), IPs assigned and unassigned, then detached and deleted."""
+    source = "pkg/awsutils/awsutils.go"
+    vpc = {"ec2:Vpc": facts.arn("ec2", f"vpc/{facts.vpc}")}
+    eni, instance = facts.ec2("network-interface"), facts.ec2("instance")
+    node = resource_tags("ec2", {f"kubernetes.io/cluster/{facts.cluster}": "owned"})
+    tags = {"node.k8s.amazonaws.com/instance_id": EC2_IDS["instance"], "node.k8s.amazonaws.com/createdAt": "2026"}
+    calls = [_call(facts, f"ec2:{action}", "*", f"{source} describes") for action in
+             ("DescribeInstances", "DescribeTags", "DescribeNetworkInterfaces", "DescribeSubnets",
+              "DescribeSecurityGroups", "DescribeInstanceTypes")]
+    calls += [_call(facts, "ec2:CreateNetworkInterface", eni, f"{source} createENI", request_tags(tags)),
+              _call(facts, "ec2:CreateNetworkInterface", facts.ec2("subnet"), f"{source} createENI", vpc),
+              _call(facts, "ec2:CreateNetworkInterface", facts.ec2("security-group"), f"{source} createENI", vpc),
+              _call(facts, "ec2:CreateTags", eni, f"{source} createENI (TagSpecifications)",
+                    tagged_on_create(tags, "CreateNetworkInterface"))]
+    for action, fn in (("AttachNetworkInterface", "attachENI"), ("ModifyNetworkInterfaceAttribute", "attachENI"),
+                       ("DetachNetworkInterface", "freeENI")):
+        calls += [_call(facts, f"ec2:{action}", eni, f"{source} {fn}", vpc),
+                  _call(facts, f"ec2:{action}", instance, f"{source} {fn}", node)]
+    calls += [_call(facts, f"ec2:{action}", eni, f"{source} {fn}", vpc) for action, fn in (
+        ("DeleteNetworkInterface", "freeENI"), ("AssignPrivateIpAddresses", "AllocIPAddresses"),
+        ("UnassignPrivateIpAddresses", "DeallocIPAddresses"))]
+    return calls
+
+
 CONTROLLERS = (
     Controller("Karpenter", "system:serviceaccount:kube-system:karpenter",
                "aws/karpenter-provider-aws website/content/en/v1.14/getting-started/getting-started-with-karpenter/"
@@ -269,4 +299,6 @@ CONTROLLERS = (
                "kubernetes-sigs/aws-efs-csi-driver docs/iam-policy-example.json", efs_csi_calls),
     Controller("the node lifecycle controller", "system:serviceaccount:slurm:slurm-eks-repair",
                "components/slinky/lifecycle_settings.py ec2_actions", lifecycle_calls),
+    Controller("the VPC CNI", "system:serviceaccount:kube-system:aws-node",
+               "aws/amazon-vpc-cni-k8s docs/iam-policy.md (scope-down per cluster)", vpc_cni_calls),
 )

@@ -51,10 +51,9 @@ def test_the_shipped_stacks_pass(stack: str) -> None:
     plan = shipped_plan(stack)
     roles = {r.service_account: r for r in controller_roles(plan)}
     # Not vacuous: every controller's role is found, and Karpenter's requests cover each node class.
-    # The VPC CNI's role (aws-node) holds only the AWS-managed CNI policy, which the plan does not show; on RDS,
-    # the database-user Job's reads the one master secret (tests/plan/test_secrets.py); Grafana's reads
+    # On RDS, the database-user Job's reads the one master secret (tests/plan/test_secrets.py); Grafana's reads
     # CloudWatch metrics only (tests/observability/test_cloudwatch.py).
-    others = {"system:serviceaccount:kube-system:aws-node", "system:serviceaccount:monitoring:prometheus-grafana"} | (
+    others = {"system:serviceaccount:monitoring:prometheus-grafana"} | (
         {"system:serviceaccount:slurm:slurm-db-user"} if stack == "prod" else set())
     # The EFS CSI controller exists only where storage.efs is on (prod); the lifecycle controller reads EC2 only
     # with EFA partitions or Capacity Blocks (prod).
@@ -189,3 +188,35 @@ def test_the_lifecycle_controller_needs_its_ec2_reads() -> None:
     findings = check(with_policy("repair-ec2", no_topology))
     assert [denied_action(f) for f in findings] == ["ec2:DescribeInstanceTopology"]
     assert "the node lifecycle controller" in findings[0].message
+
+
+def _cni_policy_name(plan: Plan) -> str:
+    (name,) = [r.name for r in plan.of_type("aws:iam/rolePolicy:RolePolicy") if r.name.endswith("vpc-cni-ec2")]
+    return name
+
+
+def test_the_vpc_cni_reaches_this_vpcs_interfaces_and_this_clusters_instances_only() -> None:
+    """Before: the AWS-managed AmazonEKS_CNI_Policy, every ENI and instance of the account (which no plan shows).
+    Now the CNI's own calls (pkg/awsutils/awsutils.go) pass the scoped policy, and scoping it to another VPC or
+    cluster denies them."""
+    name = _cni_policy_name(shipped_plan("prod"))
+
+    def other_vpc(document: Document) -> Document:
+        text = json.dumps(document)
+        vpc = re.search(r"vpc/(vpc-[0-9a-f]+)", text).group(1)  # type: ignore[union-attr]
+        return json.loads(text.replace(vpc, "vpc-0000000000other"))
+
+    findings = check(with_policy(name, other_vpc))
+    assert {denied_action(f) for f in findings} >= {"ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface",
+                                                    "ec2:AssignPrivateIpAddresses", "ec2:AttachNetworkInterface"}
+    assert all("the VPC CNI" in f.message for f in findings)
+
+    def other_cluster(document: Document) -> Document:
+        statement(document, "ThisClustersInstances")["Condition"] = {
+            "StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/another": "owned"}}
+        return document
+
+    findings = check(with_policy(name, other_cluster))
+    assert {denied_action(f) for f in findings} == {"ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface",
+                                                    "ec2:ModifyNetworkInterfaceAttribute"}
+    assert all(":instance/" in f.message for f in findings)

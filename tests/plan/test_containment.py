@@ -43,7 +43,9 @@ def test_node_roles_carry_only_the_two_node_policies(stack: str) -> None:
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_only_the_aws_node_service_account_holds_the_cni_policy(stack: str) -> None:
     plan = shipped_plan(stack)
-    (holder,) = [r for r, p in attachments(plan) if p == CNI_POLICY]
+    assert [r for r, p in attachments(plan) if p == CNI_POLICY] == []  # nobody: the scoped policy replaces it
+    (policy,) = [r for r in plan.of_type("aws:iam/rolePolicy:RolePolicy") if r.name.endswith("vpc-cni-ec2")]
+    holder = policy.inputs["role"]
     role = one(plan, "aws:iam/role:Role", holder)
     (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
     assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
