@@ -87,8 +87,12 @@ def test_node_roles_take_the_partition_from_the_provider(china_plan: Plan) -> No
         (trust,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
         assert trust["Principal"] == {"Service": "ec2.amazonaws.com.cn"}
     arns = [a.inputs["policyArn"] for a in china_plan.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")]
-    # Two per node role, and the VPC CNI's.
-    assert len(arns) == 7 and all(a.startswith("arn:aws-cn:iam::aws:policy/") for a in arns)
+    # Two per node role; the VPC CNI's is its own inline policy (components/aws/eks_addons.py cni_policy).
+    assert len(arns) == 6 and all(a.startswith("arn:aws-cn:iam::aws:policy/") for a in arns)
+    (cni,) = [r for r in china_plan.of_type("aws:iam/rolePolicy:RolePolicy") if r.name.endswith("vpc-cni-ec2")]
+    resources = [r for s in json.loads(cni.inputs["policy"])["Statement"]
+                 for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]]) if r != "*"]
+    assert resources and all(r.startswith("arn:aws-cn:ec2:") for r in resources)
 
 
 def test_controller_policies_take_the_partition_from_the_provider(china_plan: Plan) -> None:
