@@ -1,8 +1,8 @@
-"""Rules that keep people apart on shared machinery: bounded tokens (the Controller's slurm.conf lines), nodes with
-devices no cgroup fences go to one person at a time (the NodeSets), the hub in HTTPS only (the JupyterHub release),
-and the repair agent held by its admission policy (the stack). The same facts the components write
-(components/slinky/slurm_conf.py, components/addons/jupyterhub.py, components/lifecycle/repair_scope.py), read back
-from the plan, so a regression in any of them is caught here.
+"""Rules that keep people apart on shared machinery: each job its own /tmp and /dev/shm and bounded tokens (the
+Controller's slurm.conf lines), nodes with devices no cgroup fences go to one person at a time (the NodeSets), the
+hub in HTTPS only (the JupyterHub release), and the repair agent held by its admission policy (the stack). The
+same facts the components write (components/slinky/slurm_conf.py, components/addons/jupyterhub.py,
+components/lifecycle/repair_scope.py), read back from the plan, so a regression in any of them is caught here.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
 CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
 ADMISSION_POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 ADMISSION_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+NAMESPACE_PLUGINS = frozenset({"namespace/tmpfs", "namespace/linux"})
 MAX_TOKEN_LIFESPAN_S = 30 * 86400
 # Device resources a job could open on a node it shares with someone else's job: not GRES, so no cgroup fence.
 UNFENCED_DEVICES = ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore", "vpc.amazonaws.com/efa")
@@ -31,17 +32,21 @@ def _conf(text: Any) -> dict[str, str]:
     return {key.strip(): value.strip() for key, value in lines}
 
 
-def tokens_bounded(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+def jobs_isolated(type_: str, inputs: Mapping[str, Any]) -> list[str]:
     extra = dig(inputs, "spec", "extraConf")
     if extra == UNKNOWN:
         return []
-    conf = _conf(extra)
+    conf, found = _conf(extra), []
+    if conf.get("NamespaceType") not in NAMESPACE_PLUGINS:
+        found.append(f"NamespaceType is {conf.get('NamespaceType')!r}: jobs share the node's /tmp and /dev/shm")
+    elif "contain" not in conf.get("PrologFlags", "").lower().split(","):
+        found.append("PrologFlags lacks Contain, which NamespaceType needs (slurm.conf(5))")
     lifespans = [p.split("=", 1)[1] for p in conf.get("AuthAltParameters", "").split(",")
                  if p.startswith("max_token_lifespan=")]
     if not lifespans or not lifespans[-1].isdigit() or not 0 < int(lifespans[-1]) <= MAX_TOKEN_LIFESPAN_S:
-        return ["no AuthAltParameters max_token_lifespan of at most 30 days: `scontrol token` can mint a token "
-                "that never expires"]
-    return []
+        found.append("no AuthAltParameters max_token_lifespan of at most 30 days: `scontrol token` can mint a token "
+                     "that never expires")
+    return found
 
 
 def devices_not_shared(type_: str, inputs: Mapping[str, Any]) -> list[str]:
@@ -98,13 +103,14 @@ def node_writers_scoped(resources: Sequence[Resource]) -> list[Finding]:
     return findings
 
 
-TOKENS_BOUNDED = ResourceRule(
-    name="tokens-bounded",
-    description="The tokens people mint with `scontrol token` expire (AuthAltParameters max_token_lifespan, 30 days "
-                "at most).",
-    fix="set slurm.restapi.maxTokenLifespan (components/slinky/slurm_conf.py token_conf writes it)",
+JOBS_ISOLATED = ResourceRule(
+    name="jobs-isolated",
+    description="Every job gets its own /tmp and /dev/shm (NamespaceType with PrologFlags=Contain), and the tokens "
+                "people mint expire (AuthAltParameters max_token_lifespan, 30 days at most).",
+    fix="keep components/slinky/slurm_conf.py's NamespaceType and health_settings.py's PrologFlags=Alloc,Contain; "
+        "set slurm.restapi.maxTokenLifespan",
     types=frozenset({CONTROLLER}),
-    check=tokens_bounded,
+    check=jobs_isolated,
 )
 DEVICES_NOT_SHARED = ResourceRule(
     name="devices-not-shared",
@@ -128,5 +134,5 @@ NODE_WRITERS_SCOPED = StackRule(
         "repair_scope.py does for the repair agent)",
     check=node_writers_scoped,
 )
-ISOLATION_RESOURCE_RULES = (TOKENS_BOUNDED, DEVICES_NOT_SHARED, HUB_OVER_TLS)
+ISOLATION_RESOURCE_RULES = (JOBS_ISOLATED, DEVICES_NOT_SHARED, HUB_OVER_TLS)
 ISOLATION_STACK_RULES = (NODE_WRITERS_SCOPED,)

@@ -59,8 +59,11 @@ def health_slurm_conf(config: ClusterConfig) -> dict[str, str]:
         # interval rather than all nodes at once.
         "HealthCheckNodeState": "ANY,CYCLE",
         # The prolog runs when the job is allocated, on every node, before any step: a node that fails it is
-        # drained and the job requeued before it started (Prolog, PrologFlags=Alloc).
-        "PrologFlags": "Alloc",
+        # drained and the job requeued before it started (Prolog, PrologFlags=Alloc). Contain: each job's
+        # processes (the ssh'd ones too) in its own container from allocation on, which NamespaceType needs for the
+        # per-job /tmp and /dev/shm (components/slinky/slurm_conf.py; slurm.conf(5): Contain "implicitly sets the
+        # Alloc flag", both written out).
+        "PrologFlags": "Alloc,Contain",
         # ... and requeued without a hold, so the scheduler sends it to healthy nodes at once.
         "SchedulerParameters": "nohold_on_prolog_fail",
     }

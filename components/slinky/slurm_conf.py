@@ -62,6 +62,13 @@ SLURM_CONF: dict[str, str] = {
     # accounts Job runs sacctmgr, not a job), so root runs no job at all (slurm.conf(5) DisableRootJobs).
     "DisableRootJobs": "YES",
     "SrunPortRange": f"{SRUN_PORT_RANGE[0]}-{SRUN_PORT_RANGE[1]}",
+    # Each job gets its own /tmp and /dev/shm, which go when it ends: nothing one job (or person) leaves there is
+    # read by the next on the node (slurm.conf(5) 25.11 NamespaceType: namespace/tmpfs "create[s] a private
+    # namespace on the filesystem for jobs, which houses temporary file systems (/tmp and /dev/shm) for each job";
+    # "To use these plugins, 'PrologFlags=Contain' must be set": components/slinky/health_settings.py sets it).
+    # Configured by job_container.conf (JOB_CONTAINER_CONF), which configless serves to slurmd (SchedMD/slurm
+    # slurm-25-11-7-1 src/common/fetch_config.c slurmd_config_files).
+    "NamespaceType": "namespace/tmpfs",
 }
 GPU_CONF: dict[str, str] = {
     "GresTypes": "gpu",
@@ -79,6 +86,12 @@ CGROUP_CONF: dict[str, str] = {
     "ConstrainDevices": "yes",
 }
 GRES_CONF = "AutoDetect=nvidia\n"
+# job_container.conf(5) 25.11: the plugin keeps each job's directories under BasePath, which "must be unique to each
+# node" (%n: the Slurm node name, so even slurmd pods that shared a directory would not collide) and must not be
+# one of Dirs; AutoBasePath creates it (0755) at slurmd start. /dev/shm becomes a fresh tmpfs per job
+# (src/plugins/namespace/tmpfs/namespace_tmpfs.c), so NCCL's shared memory is the job's own too.
+NAMESPACE_BASE = "/var/spool/slurmd/namespace/%n"
+JOB_CONTAINER_CONF = f"AutoBasePath=true\nBasePath={NAMESPACE_BASE}\nDirs=/tmp,/dev/shm\n"
 # A glob, so slurmctld (which has no pyxis) does not fail on the include; slurmd and login have pyxis.
 PLUGSTACK_CONF = "include /usr/share/pyxis/*\n"
 
@@ -130,7 +143,8 @@ def controller_extra_conf(instances: dict[str, InstanceType]) -> str:
 
 def config_files(instances: dict[str, InstanceType]) -> dict[str, dict[str, str]]:
     """ConfigMaps (name -> files) mounted into /etc/slurm and served to slurmd and login by configless."""
-    files = {"slurm-plugstack": {"plugstack.conf": PLUGSTACK_CONF}, "slurm-cgroup": {"cgroup.conf": lines(CGROUP_CONF)}}
+    files = {"slurm-plugstack": {"plugstack.conf": PLUGSTACK_CONF}, "slurm-cgroup": {"cgroup.conf": lines(CGROUP_CONF)},
+             "slurm-job-container": {"job_container.conf": JOB_CONTAINER_CONF}}
     if has_gpu_partition(instances):
         files["slurm-gres"] = {"gres.conf": GRES_CONF}
     return files

@@ -9,21 +9,26 @@ namespace (`ip netns exec ... unshare ...`), with a JSON description of the pod 
    reaches the machine (Slinky's entrypoints edit /etc/pam.d and write host keys, as in their image);
 3. gives it fresh /proc, /sys and /dev (with stand-in device nodes) and the twin's /etc/hosts;
 4. runs the init containers in order, each to completion, then the containers, each in a mount namespace of
-   its own with its volume mounts, chrooted into the pod's root;
+   its own with its volume mounts, whose root is the pod's root (pivot_root, as runc does: a chroot would not
+   do, because a process that joins a mount namespace with setns(2) gets that namespace's root, so Slurm's
+   namespace/tmpfs plugin, which keeps each job's namespace and joins it for every step, would land its jobs
+   outside the container);
 5. reaps every orphan (it is PID 1), and ends the pod when a container ends or on SIGTERM (sent on to the
    containers, then SIGKILL after the grace period).
 
-Standard library only: it runs before any chroot, with the machine's Python.
+Standard library only: it runs before any pivot_root, with the machine's Python.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -31,6 +36,10 @@ from pathlib import Path
 from typing import Any
 
 CLONE_NEWNS = 0x00020000
+MNT_DETACH = 2
+# _IOR(NSIO=0xb7, 0x5, __u64): a mount namespace's id (include/uapi/linux/nsfs.h, Linux 6.8+).
+NS_GET_MNTNS_ID = 0x8008B705
+SYS_PIVOT_ROOT = 155  # x86_64 (arch/x86/entry/syscalls/syscall_64.tbl); the twin runs on x86_64 only
 GRACE_S = 10.0
 # Device nodes every container gets from the machine (runc's default devices, minus tty consoles).
 DEFAULT_DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -44,10 +53,47 @@ def _run(*command: str) -> None:
         raise SystemExit(f"pod: `{' '.join(command)}` failed: {(result.stderr or result.stdout).strip()}")
 
 
-def _unshare_mounts() -> None:
-    if _libc.unshare(CLONE_NEWNS) != 0:
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+def _mount_namespace_id(fd: int) -> int:
+    return int(struct.unpack("Q", fcntl.ioctl(fd, NS_GET_MNTNS_ID, bytes(8)))[0])
+
+
+def _unshare_mounts_below_all() -> None:
+    """A new mount namespace whose id is below every id this machine's kernel will hand out next.
+
+    Why: Slurm's namespace/tmpfs keeps each job's namespace by bind-mounting /proc/<pid>/ns/mnt, and the kernel
+    refuses that (EINVAL, mnt_ns_loop) unless the job's namespace has a larger id than the caller's. Since Linux
+    6.18 ("mnt: support ns lookup") ids come from per-CPU batches, so a namespace made later on another CPU can get
+    a smaller id, and 1 job in 4 failed here with "_create_ns: ns base mount failed: Invalid argument"
+    (canonical/snapd#17376 works around the same). The EKS AL2023 AMIs the nodes run carry kernel 6.1 or 6.12
+    (awslabs/amazon-eks-ami#2377), which hand ids out in order: this is the twin matching them, not a fix Slurm
+    needs there. One namespace per CPU, keep the smallest: every CPU's next id is above the one it just gave."""
+    cpus = sorted(os.sched_getaffinity(0))
+    made: list[tuple[int, int]] = []
+    try:
+        for cpu in cpus:
+            os.sched_setaffinity(0, {cpu})
+            if _libc.unshare(CLONE_NEWNS) != 0:
+                raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+            fd = os.open("/proc/self/ns/mnt", os.O_RDONLY)
+            made.append((_mount_namespace_id(fd), fd))
+        if _libc.setns(min(made)[1], CLONE_NEWNS) != 0:
+            raise OSError(ctypes.get_errno(), "setns(CLONE_NEWNS)")
+    finally:
+        os.sched_setaffinity(0, cpus)
+        for _, fd in made:
+            os.close(fd)
     _run("mount", "--make-rprivate", "/")
+
+
+def _pivot_into(root: Path) -> None:
+    """Make `root` this mount namespace's root and drop the machine's (pivot_root(".", ".") then detach the old
+    root stacked under it: pivot_root(2) NOTES). Python has no binding for pivot_root, hence the raw syscall."""
+    os.chdir(root)
+    if _libc.syscall(SYS_PIVOT_ROOT, b".", b".") != 0:
+        raise OSError(ctypes.get_errno(), f"pivot_root({root})")
+    if _libc.umount2(b".", MNT_DETACH) != 0:
+        raise OSError(ctypes.get_errno(), "umount2(old root)")
+    os.chdir("/")
 
 
 def _ensure_target(target: Path, like: Path) -> None:
@@ -137,7 +183,7 @@ def _host_pid() -> int:
 
 
 def start_container(container: dict[str, Any], root: Path, status_dir: Path) -> int:
-    """Fork a container: own mount namespace, its mounts, chroot, env, exec. Returns its PID (here)."""
+    """Fork a container: own mount namespace, its mounts, the pod's root, env, exec. Returns its PID (here)."""
     log = open(container["log"], "ab", buffering=0)  # noqa: SIM115 (handed to the child)
     if container.get("run_as"):  # a program that reopens /dev/stdout (supervisord) must be let in
         os.fchown(log.fileno(), *container["run_as"])
@@ -152,10 +198,10 @@ def start_container(container: dict[str, Any], root: Path, status_dir: Path) -> 
         status_fd = os.open(status_dir, os.O_RDONLY | os.O_DIRECTORY)
         pid_name = f"{container['name']}.pid"
         pid_file = os.open(f".{pid_name}", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=status_fd)
-        _unshare_mounts()
+        _unshare_mounts_below_all()
         for mount in container.get("mounts", []):
             bind(mount["source"], root, mount["target"], mount.get("readonly", False))
-        os.chroot(root)
+        _pivot_into(root)
         os.chdir(container.get("workdir") or "/")
         os.write(pid_file, str(host_pid).encode())
         os.close(pid_file)

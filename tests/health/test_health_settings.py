@@ -53,7 +53,8 @@ def test_active_checks_are_off_for_scale_to_zero_partitions_unless_named() -> No
 def test_slurm_conf_runs_the_checks_and_requeues_without_hold() -> None:
     lines = health_slurm_conf(config("dev"))
     assert lines["HealthCheckProgram"] == "/etc/slurm-eks/node-check.sh"
-    assert (lines["HealthCheckInterval"], lines["PrologFlags"]) == ("300", "Alloc")
+    # Contain: what the per-job /tmp and /dev/shm need (components/slinky/slurm_conf.py NamespaceType).
+    assert (lines["HealthCheckInterval"], lines["PrologFlags"]) == ("300", "Alloc,Contain")
     assert lines["SchedulerParameters"] == "nohold_on_prolog_fail"
 
 

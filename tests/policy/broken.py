@@ -292,7 +292,13 @@ CASES: tuple[Case, ...] = (
     Case("slurm-patched", "Controller on 25.11.6",
          _mutate("kubernetes:slinky.slurm.net/v1beta1:Controller", None,
                  _set(("spec", "slurmctld", "image"), "ghcr.io/slinkyproject/slurmctld:25.11.6-ubuntu24.04"))),
-    Case("tokens-bounded", "tokens without a lifespan bound",
+    Case("jobs-isolated", "no NamespaceType: jobs share /tmp and /dev/shm",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:Controller", None, lambda i: i["spec"].update(
+             extraConf=i["spec"]["extraConf"].replace("NamespaceType=namespace/tmpfs\n", "")))),
+    Case("jobs-isolated", "PrologFlags without Contain",
+         _mutate("kubernetes:slinky.slurm.net/v1beta1:Controller", None, lambda i: i["spec"].update(
+             extraConf=i["spec"]["extraConf"].replace("PrologFlags=Alloc,Contain", "PrologFlags=Alloc")))),
+    Case("jobs-isolated", "tokens without a lifespan bound",
          _mutate("kubernetes:slinky.slurm.net/v1beta1:Controller", None, lambda i: i["spec"].update(
              extraConf=i["spec"]["extraConf"].replace("AuthAltParameters=max_token_lifespan=86400\n", "")))),
     Case("devices-not-shared", "a Trainium partition shared between people",

@@ -60,6 +60,7 @@ SLURM_CONF_25_11: dict[str, frozenset[str] | None] = {
                               "Serial"}),
     # srun's listening ports (components/slinky/slurm_conf.py SRUN_PORT_RANGE): "<min>-<max>".
     "SrunPortRange": None,
+    "NamespaceType": frozenset({"namespace/linux", "namespace/tmpfs"}),
     "AuthAltParameters": None,  # max_token_lifespan=<seconds>, merged by the operator with its jwt_key
     # The flag options (options taking `=value` left out: we set none).
     "SchedulerParameters": frozenset({
@@ -116,6 +117,20 @@ def test_jobs_are_bound_fenced_and_accounted(plan: Plan) -> None:
         assert conf["GresTypes"] == "gpu" and "gres/gpu" in conf["AccountingStorageTRES"].split(",")
     else:
         assert "GresTypes" not in conf and "AccountingStorageTRES" not in conf
+
+
+def test_each_job_gets_its_own_tmp_and_shm(plan: Plan) -> None:
+    """namespace/tmpfs needs PrologFlags=Contain (slurm.conf(5) 25.11) and a job_container.conf that configless
+    serves to slurmd; the twin runs it on the real slurmd (tests/twin/test_journey_steps.py)."""
+    conf = controller_conf(plan)
+    assert conf["NamespaceType"] == "namespace/tmpfs" and "Contain" in conf["PrologFlags"].split(",")
+    (controller,) = objects(plan, "Controller").values()
+    refs = {r["name"] for r in controller["spec"]["configFileRefs"]}
+    (text,) = [cm["data"]["job_container.conf"] for name, cm in objects(plan, "ConfigMap").items()
+               if name in refs and "job_container.conf" in cm["data"]]
+    job_container = dict(key_values(text))
+    assert job_container["Dirs"].split(",") == ["/tmp", "/dev/shm"]
+    assert "%n" in job_container["BasePath"] and job_container["AutoBasePath"] == "true"
 
 
 def test_nodes_with_devices_no_cgroup_fences_go_to_one_person_at_a_time(plan: Plan) -> None:

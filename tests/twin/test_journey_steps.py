@@ -90,6 +90,40 @@ def test_another_person_can_read_no_output_and_touch_no_checkpoint(stack_twin: t
     admin(twin, f"scancel {job.id}")
 
 
+NAMESPACE_SCRIPT = """#!/bin/bash
+#SBATCH --nodes=1
+#SBATCH --time=5
+echo "tmp: $(ls -A /tmp | tr '\\n' ' ')"
+echo "shm: $(ls -A /dev/shm | tr '\\n' ' ')"
+echo "shm is $(findmnt -n -o FSTYPE --target /dev/shm)"
+echo "from job $SLURM_JOB_ID" > "/tmp/left-by-$SLURM_JOB_ID"
+echo "from job $SLURM_JOB_ID" > "/dev/shm/left-by-$SLURM_JOB_ID"
+"""
+
+
+def test_each_job_has_its_own_tmp_and_shm_and_they_go_with_it(stack_twin: tuple[str, Twin]) -> None:
+    """NamespaceType=namespace/tmpfs with PrologFlags=Contain (components/slinky/slurm_conf.py), on the real slurmd:
+    what a job leaves in /tmp or /dev/shm is gone before the next job on that node starts, so nobody reads (or
+    plants) another's temporary files or shared memory."""
+    stack, twin = stack_twin
+    person = Researcher(twin, USERS[stack], stack)
+    partition = twin.nodesets[0]["metadata"]["name"]
+    person.sh(f"cat > ns.sbatch <<'EOF'\n{NAMESPACE_SCRIPT}EOF")
+    logs = twin.state / "claims" / "fsx-shared" / "home" / person.user
+    first = person.sbatch(f"{person.home}/ns.sbatch", partition, f"--partition={partition}",
+                          f"--output={person.home}/ns-%j.out")
+    _state, _reason, node = wait_for(twin, first, ("COMPLETED",), 120, logs / f"ns-{first.id}.out")
+    second = person.sbatch(f"{person.home}/ns.sbatch", partition, f"--partition={partition}", f"--nodelist={node}",
+                           f"--output={person.home}/ns-%j.out")
+    wait_for(twin, second, ("COMPLETED",), 120, logs / f"ns-{second.id}.out")
+    text = (logs / f"ns-{second.id}.out").read_text()
+    assert f"left-by-{first.id}" not in text, f"{second.where} on {node} saw job {first.id}'s files:\n{text}"
+    assert "shm is tmpfs" in text, f"{second.where}: /dev/shm is not the job's own tmpfs:\n{text}"
+    # Nor did they land in the slurmd pod's own /tmp or /dev/shm.
+    leftovers = twin.pods[node].started.exec(["bash", "-c", "ls /tmp /dev/shm"], timeout=30).stdout
+    assert f"left-by-{first.id}" not in leftovers, f"job {first.id}'s files are in {node}'s own /tmp or /dev/shm"
+
+
 def test_a_person_can_mint_a_token_for_a_day_and_no_longer(stack_twin: tuple[str, Twin]) -> None:
     """AuthAltParameters=max_token_lifespan (slurm.restapi.maxTokenLifespan) through the operator's merge, enforced by
     the real slurmctld (src/slurmctld/proc_req.c: "rejecting token lifespan ... exceeds limit")."""
