@@ -11,6 +11,7 @@ but from real cos/sin tables: no complex tensors, for torch-xla and DTensor.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 
 import torch
@@ -20,6 +21,16 @@ from torch.utils.checkpoint import checkpoint
 
 from jobs.training.config import ModelConfig
 from jobs.training.presets import NORM_EPS, ROPE_THETA, ModelShape
+
+# Elements drawn per generator when a parameter is initialised (16 MiB of fp32).
+INIT_BLOCK_ELEMENTS = 4 * 1024 * 1024
+
+
+def parameter_seed(seed: int, name: str) -> int:
+    """A generator seed for one parameter (or block of one): CRC-32 of the run's seed and the name, the same in
+    every process (unlike Python's salted hash). 32 bits because the CPU generator keeps no more of a seed
+    (torch 2.13: seeds that differ above bit 31 drew the same numbers)."""
+    return zlib.crc32(f"{seed}/{name}".encode())
 
 
 def rope_tables(head_dim: int, seq_len: int, theta: float = ROPE_THETA) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,7 +112,7 @@ class Transformer(nn.Module):
     rope_cos: torch.Tensor
     rope_sin: torch.Tensor
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, seed: int = 0) -> None:
         super().__init__()
         self.cfg = cfg
         shape = cfg.shape
@@ -117,36 +128,65 @@ class Transformer(nn.Module):
         self.register_buffer("rope_sin", torch.empty(cfg.seq_len, half), persistent=False)
         # Recompute each layer's activations in backward instead of storing them (set by parallelize).
         self.activation_checkpointing = False
-        self.init_weights()
+        self.init_weights(seed)
 
     @torch.no_grad()
-    def init_weights(self) -> None:
-        """torchtitan's llama3 init (`torchtitan/models/llama3/__init__.py`: `_LINEAR_INIT`, `_depth_init`,
+    def init_weights(self, seed: int = 0) -> None:
+        """Every parameter set to its initial value (initial_value) and the rope tables filled, in place: what
+        a model built whole on one device starts from. A model built on the meta device and laid out over a
+        mesh gets the same numbers, shard by shard (jobs/training/materialize.py)."""
+        for name, param in self.named_parameters():
+            param.copy_(self.initial_value(name, tuple(param.shape), param.device, seed))
+        self.init_buffers()
+
+    def init_buffers(self) -> None:
+        if self.rope_cos.is_meta:
+            return
+        cos, sin = rope_tables(self.cfg.shape.head_dim, self.cfg.seq_len)
+        self.rope_cos, self.rope_sin = cos.to(self.rope_cos.device), sin.to(self.rope_sin.device)
+
+    def initial_value(self, name: str, size: tuple[int, ...], device: torch.device, seed: int) -> torch.Tensor:
+        """The whole tensor parameter `name` starts from, drawn in blocks of rows from generators seeded by (seed,
+        name, block) alone, so it is the same whichever rank, layout or pipeline stage asks, and in any order.
+
+        torchtitan's llama3 init (`torchtitan/models/llama3/__init__.py`: `_LINEAR_INIT`, `_depth_init`,
         `_EMBEDDING_INIT`, `_output_linear_init`, `_NORM_INIT`; `depth_scaled_std` in
         `torchtitan/models/common/param_init.py`): wq, wk, wv, w1 trunc_normal(std 0.02); wo, w2, w3
         trunc_normal(std 0.02 / sqrt(2 (layer_id + 1))); embeddings normal(std 1); output
         trunc_normal(std dim^-0.5, cut at 3 std), which a tied embedding takes instead of its own; norms 1.
-        Also fills the rope tables, so a model built on the meta device is ready after to_empty() and this."""
+        The layer id is the key in `layers`, so a stage holding layers "8".."15" inits them as the whole model."""
+        if device.type == "meta":
+            return torch.empty(size, device=device)
+        if device.type not in ("cpu", "cuda"):  # xla, neuron: drawn on the CPU, copied by the caller
+            device = torch.device("cpu")
+        value = torch.empty(size, device=device)
+        if name.endswith("norm.weight"):
+            return value.fill_(1.0)
+        draw = self._distribution(name)
+        # In blocks of rows, each from a generator of its own: nn.init.trunc_normal_ holds about 5 times its
+        # tensor in temporaries (torch 2.13, CPU: +693 MB for a 131 MB matrix), so a whole vocab x dim matrix at
+        # once would cost more than the shard it is drawn for.
+        rows = max(1, INIT_BLOCK_ELEMENTS // max(1, value[0].numel()))
+        for block, start in enumerate(range(0, size[0], rows)):
+            generator = torch.Generator(device=device).manual_seed(parameter_seed(seed, f"{name}#{block}"))
+            draw(value[start : start + rows], generator)
+        return value
+
+    def _distribution(self, name: str) -> Callable[[torch.Tensor, torch.Generator], torch.Tensor]:
         dim = self.cfg.shape.dim
-        if self.tok_embeddings is not None and not self.cfg.shape.tie_embeddings:
-            nn.init.normal_(self.tok_embeddings.weight, std=1.0)
-        for layer_id, layer in self.layers.items():
-            # The key, not the position: a pipeline stage holding layers "8".."15" inits them as the whole model.
-            depth_std = 0.02 / (2 * (int(layer_id) + 1)) ** 0.5
-            attn, ffn = layer.attention, layer.feed_forward
-            for linear in (attn.wq, attn.wk, attn.wv, ffn.w1):
-                nn.init.trunc_normal_(linear.weight, std=0.02)
-            for linear in (attn.wo, ffn.w2, ffn.w3):
-                nn.init.trunc_normal_(linear.weight, std=depth_std)
-            nn.init.ones_(layer.attention_norm.weight)
-            nn.init.ones_(layer.ffn_norm.weight)
-        if self.norm is not None:
-            nn.init.ones_(self.norm.weight)
-        if self.output is not None:
+        if name == "output.weight" or (name == "tok_embeddings.weight" and self.cfg.shape.tie_embeddings):
             std = dim**-0.5
-            nn.init.trunc_normal_(self.output.weight, std=std, a=-3 * std, b=3 * std)
-        cos, sin = rope_tables(self.cfg.shape.head_dim, self.cfg.seq_len)
-        self.rope_cos, self.rope_sin = cos.to(self.rope_cos.device), sin.to(self.rope_sin.device)
+            return lambda t, g: nn.init.trunc_normal_(t, std=std, a=-3 * std, b=3 * std, generator=g)
+        if name == "tok_embeddings.weight":
+            return lambda t, g: nn.init.normal_(t, std=1.0, generator=g)
+        parts = name.split(".")  # layers.<id>.<attention|feed_forward>.<w>.weight
+        if parts[0] == "layers" and len(parts) == 5 and parts[4] == "weight":
+            if parts[3] in ("wq", "wk", "wv", "w1"):
+                return lambda t, g: nn.init.trunc_normal_(t, std=0.02, generator=g)
+            if parts[3] in ("wo", "w2", "w3"):
+                depth_std = 0.02 / (2 * (int(parts[1]) + 1)) ** 0.5
+                return lambda t, g: nn.init.trunc_normal_(t, std=depth_std, generator=g)
+        raise KeyError(f"no initial value for parameter {name!r}")
 
     def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Transformer:
         # Moving to a device of another tensor type (.to("xla"), to_empty() from meta) replaces each

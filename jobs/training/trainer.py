@@ -6,6 +6,7 @@ import dataclasses
 import gc
 import math
 import os
+import resource
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,14 +165,16 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
     dist.barrier(group=env.cpu_group)  # markers cleared before any rank can look for a stop file
 
     dims, mesh = layout(cfg, env)
-    # The whole model, seeded, on every rank whatever the layout; then split, sharded, wrapped: every layout
-    # starts from the same weights.
+    # The model on the meta device (no memory), laid out over the mesh, then each rank allocates and initialises
+    # only its shards from the whole model's initial values (jobs/training/materialize.py): host memory per rank
+    # follows its shard, not the model, and every layout starts from the same weights.
     torch.manual_seed(cfg.seed)
-    net = Transformer(cfg.model)
+    with torch.device("meta"):
+        net = Transformer(cfg.model, seed=cfg.seed)
     flops = cfg.model.shape.flops_per_token(cfg.model.seq_len)
     n_params = count_params(net)
     par = parallelize(net, env, dims, mesh, activation_checkpointing=cfg.activation_checkpointing,
-                      compile_blocks=cfg.compile, n_microbatches=cfg.grad_accum)  # fmt: skip
+                      compile_blocks=cfg.compile, n_microbatches=cfg.grad_accum, seed=cfg.seed)  # fmt: skip
     model = par.model
     # Before the checkpoint is loaded, on every start: the step after a resume reduces like the same step of
     # an uninterrupted run (see settle_ddp_buckets).
@@ -202,6 +205,8 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
         model=cfg.model.name,
         params=n_params,
         data=str(cfg.data) if cfg.data else "synthetic",
+        # This rank's peak resident host memory so far (model built, laid out, checkpoint loaded).
+        host_peak_gib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),
     )
 
     train_step = make_train_step(par, optimizer, scheduler, loader, cfg, env.device)

@@ -20,7 +20,7 @@ from typing import Literal
 
 from components.config.problems import plural
 from scripts.advise.hardware import Partition
-from scripts.advise.memory import CHECKPOINT_BYTES, Layout, Memory, memory
+from scripts.advise.memory import CHECKPOINT_BYTES, Layout, Memory, host_memory_gib, memory
 from scripts.advise.models import AdviseError, Model
 
 # Llama 3 pre-trained on 8,192-token sequences after its first 252M tokens, in batches from 4M tokens up ("The
@@ -54,10 +54,12 @@ class Candidate:
     layout: Layout
     memory: Memory
     device_gib: float
+    host_gib: float = 0.0  # what one node's ranks need of host memory (memory.host_memory_gib)
+    node_host_gib: float = math.inf  # what Slurm lets a job use on one node
 
     @property
     def fits(self) -> bool:
-        return self.memory.total <= self.device_gib
+        return self.memory.total <= self.device_gib and self.host_gib <= self.node_host_gib
 
 
 @dataclass(frozen=True)
@@ -224,8 +226,10 @@ class _Search:
     def candidate(self, structure: Layout, micro_batch: int, grad_accum: int, checkpointing: bool) -> Candidate:
         layout = replace(structure, micro_batch=micro_batch, grad_accum=grad_accum,
                          activation_checkpointing=checkpointing)
-        device = self.partition.device_memory_gib
-        return Candidate(layout, memory(self.model.shape, layout, self.seq_len, device), device)
+        device, per_node = self.partition.device_memory_gib, self.partition.devices_per_node
+        host = host_memory_gib(self.model.shape, layout, per_node)
+        return Candidate(layout, memory(self.model.shape, layout, self.seq_len, device), device, host,
+                         self.partition.host_memory_gib or math.inf)
 
     def smallest(self, nodes: int, checkpointing: bool) -> Iterator[Candidate]:
         """Each split on `nodes` nodes at micro-batch 1, the least it can need."""
@@ -254,7 +258,8 @@ class _Search:
         at = (f"the leanest layout, {lean.layout.describe()} on {plural(lean.layout.nodes, 'node')} with "
               f"activation checkpointing and micro-batch 1, needs {m.total:.1f} GiB per {partition.device_word} "
               f"of {partition.device_memory_gib:g} (model state {m.weights + m.gradients + m.optimizer:.1f}, "
-              f"activations {m.activations:.1f}, allowance {m.reserve:.1f})")
+              f"activations {m.activations:.1f}, allowance {m.reserve:.1f}), and {lean.host_gib:.0f} GiB of host "
+              f"memory per node of {partition.host_memory_gib:.0f}")
         needed = self.fewest_nodes(checkpointing=True, skip=counts)
         if needed is None:
             fix = (f"no node count up to {NODE_SEARCH_LIMIT} is enough: more nodes shard the model state, not the "

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from components import catalog
 from components.config.cluster import ClusterConfig
 from components.config.problems import did_you_mean
+from components.slinky.sizing import slurmd_resources
 from jobs.training.peaks import PEAK_BF16_FLOPS
 from scripts.advise.models import AdviseError
 
@@ -22,6 +23,8 @@ class Partition:
     device_memory_gib: float  # per device, the smallest of the partition's instance types
     peak_flops: float  # dense bf16 per device
     max_nodes: int
+    # What Slurm lets a job use on one node: the slurmd pod's memory (components/slinky/sizing.py), GiB.
+    host_memory_gib: float = 0.0
 
     @property
     def device_word(self) -> str:
@@ -57,4 +60,5 @@ def partition_hardware(config: ClusterConfig, stack: str, name: str) -> Partitio
         device_memory_gib=memory,
         peak_flops=PEAK_BF16_FLOPS[first.accelerator_model] * first.accelerators / devices,
         max_nodes=partition.max_nodes,
+        host_memory_gib=slurmd_resources(partition).memory_mib / 1024,
     )

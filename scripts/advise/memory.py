@@ -174,3 +174,22 @@ def memory(shape: ModelShape, layout: Layout, seq_len: int, device_gib: float) -
         activations=(kept + head) / GIB,
         reserve=RUNTIME_GIB + FRAGMENTATION * device_gib,
     )
+
+
+# --- host memory per node ----------------------------------------------------------------------------------------
+# The entry point builds the model on the meta device and each rank allocates only its shards, on its device
+# (jobs/training/materialize.py; benchmarks/bench_startup.py measures it), so parameters cost host memory only
+# where a checkpoint is staged: dcp.async_save copies the rank's state dict (its fp32 weights and AdamW moments)
+# to host memory before writing it (jobs/training/checkpoint.py). Before that change every rank built the whole
+# model in host memory first: 4 bytes x parameters x ranks per node.
+# An allowance per rank, not a measurement: the interpreter with torch and its CUDA host side, NCCL's host
+# buffers and the data loader (a torch process with gloo alone holds 0.27 GiB here).
+HOST_RUNTIME_GIB = 4.0
+
+
+def host_memory_gib(shape: ModelShape, layout: Layout, ranks_per_node: int) -> float:
+    """Host memory one node's ranks need at once: each rank's runtime and its staged checkpoint."""
+    params, _ = stage_params(shape, layout.pp)
+    shard = 1 if layout.data == "DDP" else layout.dp_shard
+    staged = params / layout.tp / shard * CHECKPOINT_BYTES
+    return ranks_per_node * (HOST_RUNTIME_GIB + staged / GIB)

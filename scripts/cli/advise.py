@@ -33,6 +33,7 @@ from scripts.advise.memory import (
     GRADIENT_BYTES,
     HEAD_WIDTH_H,
     HEAD_WIDTH_V,
+    HOST_RUNTIME_GIB,
     LAYER_GATHERED_H,
     LAYER_PER_HEAD,
     LAYER_WIDTH_F,
@@ -95,7 +96,8 @@ def advice_json(advice: Advice) -> dict[str, Any]:
 
     def candidate(c: Candidate) -> dict[str, Any]:
         return {"layout": dataclasses.asdict(c.layout), "describe": c.layout.describe(),
-                "memory_gib": {**dataclasses.asdict(c.memory), "total": c.memory.total}, "fits": c.fits}
+                "memory_gib": {**dataclasses.asdict(c.memory), "total": c.memory.total},
+                "host_gib_per_node": c.host_gib, "fits": c.fits}
 
     return {
         "model": {"name": advice.model.name, "params": advice.model.params,
@@ -139,6 +141,9 @@ def _print(advice: Advice) -> None:
               f"{LAYER_WIDTH_H}h + {LAYER_WIDTH_F}f + {LAYER_PER_HEAD}a bytes a token, all but {LAYER_GATHERED_H}h "
               "divided by TP, its input alone with AC (activation checkpointing), and the loss "
               f"{HEAD_WIDTH_H}h + {HEAD_WIDTH_V}V; allowance {RUNTIME_GIB:g} GiB + {FRAGMENTATION:.0%}")
+    out.print(f"host memory: {advice.chosen.host_gib:.0f} GiB per node of the {part.host_memory_gib:.0f} Slurm gives a "
+              f"job there ({HOST_RUNTIME_GIB:g} GiB a rank, and each rank's checkpoint staged by dcp.async_save; the "
+              "model is built on the meta device, so no rank holds more than its shards)")
     ac = "with activation checkpointing" if chosen.activation_checkpointing else "no activation checkpointing"
     out.print(f"recommended: {chosen.describe()} on {plural(chosen.nodes, 'node')} ({plural(chosen.devices, device)}), "
               f"micro-batch {chosen.micro_batch} x {chosen.grad_accum} accumulation steps per replica, {ac}")

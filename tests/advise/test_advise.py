@@ -3,6 +3,7 @@ computations; each of its refusals; and the render command it prints, rendered f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -17,7 +18,7 @@ from components.config.stackfile import STACKS_DIR, load_stack
 from jobs.training.presets import PRESETS
 from scripts.advise.advisor import Advice, advise, global_batch_sequences, regime_for
 from scripts.advise.hardware import PEAK_BF16_FLOPS, Partition, partition_hardware
-from scripts.advise.memory import GIB, Layout, memory
+from scripts.advise.memory import GIB, HOST_RUNTIME_GIB, Layout, host_memory_gib, memory
 from scripts.advise.models import AdviseError, custom_model, preset_model, requested_model
 from scripts.cli.main import app
 from tests.config.helpers import raw_config
@@ -203,6 +204,34 @@ def test_ddp_keeps_autocast_copies_and_gradient_buckets() -> None:
     shape = PRESETS["llama3-1b"]
     got = memory(shape, Layout(nodes=1, data="DDP", dp_shard=1, dp_replicate=8), seq_len=8192, device_gib=80)
     assert got.weights * GIB == shape.params() * (4 + 2) and got.gradients * GIB == shape.params() * (4 + 4)
+
+
+def test_host_memory_per_node_by_hand_is_the_staged_shards_not_the_model() -> None:
+    """The 70B plan the review measured: TP 2 x FSDP 16, 8 ranks a node. Built whole on every rank it needed
+    4 bytes x 70.6B x 8 = 2.26 TB of host memory a node (a p5.48xlarge has 2 TiB); built on the meta device, a
+    node's ranks hold their runtimes and the checkpoints dcp.async_save stages: 12 bytes x 70.6B / 32 x 8."""
+    shape = PRESETS["llama3-70b"]
+    layout = Layout(nodes=4, data="FSDP", dp_shard=16, dp_replicate=1, tp=2)
+    assert host_memory_gib(shape, layout, 8) * GIB == pytest.approx(
+        8 * (HOST_RUNTIME_GIB * GIB + shape.params() * 12 / 32))
+    assert 4 * shape.params() * 8 > 2 * 2**40  # what it was: more than the node has
+    ddp = Layout(nodes=1, data="DDP", dp_shard=1, dp_replicate=8)  # every replica stages the whole state
+    assert host_memory_gib(PRESETS["llama3-1b"], ddp, 8) * GIB == pytest.approx(
+        8 * (HOST_RUNTIME_GIB * GIB + PRESETS["llama3-1b"].params() * 12))
+
+
+def test_a_node_without_the_host_memory_is_refused_with_the_figure() -> None:
+    """The same request on partitions whose pods had less host memory: with a tenth, advise shards further until
+    a node's staged checkpoints fit; with a hundredth (less than eight ranks' runtimes) nothing fits, and the
+    refusal names what a node needs of host memory against what it has."""
+    part = _partition("prod", "gpu-h100")
+    assert part.host_memory_gib > 1500  # p5.48xlarge: 2 TiB less what the node keeps (components/slinky/sizing.py)
+    roomy = _advise("prod", "gpu-h100", "llama3-70b").chosen
+    assert roomy.host_gib < part.host_memory_gib
+    tenth = advise(preset_model("llama3-70b"), dataclasses.replace(part, host_memory_gib=part.host_memory_gib / 10))
+    assert tenth.chosen.host_gib <= part.host_memory_gib / 10 < roomy.host_gib
+    with pytest.raises(AdviseError, match=r"GiB of host memory per node of 19\b"):
+        advise(preset_model("llama3-70b"), dataclasses.replace(part, host_memory_gib=part.host_memory_gib / 100))
 
 
 def test_device_memory_and_peak_per_worker_come_from_the_catalog(tmp_path: Path) -> None:

@@ -56,8 +56,9 @@ def main() -> None:
         ac = bool(args.pop("ac", False))
         dims = parallel_dims(env.world_size, env.world_size, **args)  # type: ignore[arg-type]
         mesh = build_mesh(dims, "cpu")
-        torch.manual_seed(0)
-        par = parallelize(Transformer(cfg), env, dims, mesh, activation_checkpointing=ac, compile_blocks=False,
+        with torch.device("meta"):  # as jobs/train.py builds it: laid out, then each rank makes its shards
+            deferred = Transformer(cfg)
+        par = parallelize(deferred, env, dims, mesh, activation_checkpointing=ac, compile_blocks=False,
                           n_microbatches=MICRO_BATCHES)  # fmt: skip
         digest = params_sha256(par.model, env.cpu_group, hashes=first_of_stage(mesh))
         rows = GLOBAL_BATCH // dims.dp

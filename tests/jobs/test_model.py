@@ -114,19 +114,24 @@ def test_tied_embeddings_share_one_weight_across_moves() -> None:
 
 def test_init_follows_torchtitan_llama3(monkeypatch: pytest.MonkeyPatch) -> None:
     """Which initialiser, with which std and cut, each parameter gets (torchtitan/models/llama3/__init__.py)."""
-    calls: dict[int, tuple[str, float, float, float]] = {}
+    calls: list[tuple[str, float, float, float]] = []
 
     def record(kind: str) -> Callable[..., torch.Tensor]:
-        def init(tensor: torch.Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0):
-            calls[id(tensor)] = (kind, std, a, b)
+        def init(tensor: torch.Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
+            calls.append((kind, std, a, b))
             return tensor
 
         return init
 
+    model = build(SMALL.shape)
     monkeypatch.setattr(nn.init, "trunc_normal_", record("trunc_normal"))
     monkeypatch.setattr(nn.init, "normal_", record("normal"))
-    model = build(SMALL.shape)
-    seen = {name: calls.get(id(p)) for name, p in model.named_parameters()}
+    seen = {}
+    for name, p in model.named_parameters():  # what each parameter's initial value is drawn with (every block)
+        calls.clear()
+        model.initial_value(name, tuple(p.shape), p.device, seed=0)
+        seen[name] = calls[0] if calls and all(c == calls[0] for c in calls) else None
     assert seen["tok_embeddings.weight"] == ("normal", 1.0, -2.0, 2.0)
     out_std = 16**-0.5
     assert seen["output.weight"] == ("trunc_normal", out_std, -3 * out_std, 3 * out_std)
@@ -149,13 +154,18 @@ def test_init_statistics_and_the_tied_weight_takes_the_output_init() -> None:
     assert tied.tok_embeddings.weight.abs().max().item() <= 3 * 24**-0.5
 
 
-def test_a_pipeline_stage_inits_its_layers_by_their_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pipeline_stage_inits_its_layers_by_their_keys() -> None:
+    whole = build(SMALL.shape)
     stage = build(SMALL.shape)
     del stage.layers["0"]
-    stds: list[float] = []
-    monkeypatch.setattr(nn.init, "trunc_normal_", lambda t, mean=0.0, std=1.0, a=-2.0, b=2.0: stds.append(std))
+    with torch.no_grad():
+        for p in stage.parameters():
+            p.zero_()
     stage.init_weights()
-    assert 0.02 / math.sqrt(4) in stds and 0.02 / math.sqrt(2) not in stds
+    # Layer "1" of the stage is layer 1 of the whole model: its depth-scaled std (0.02 / sqrt(4)) and its numbers.
+    for name, p in stage.layers["1"].named_parameters():
+        assert torch.equal(p, dict(whole.layers["1"].named_parameters())[name]), name
+    assert stage.layers["1"].feed_forward.w2.weight.std().item() == pytest.approx(0.02 / math.sqrt(4), rel=0.1)
 
 
 # --- forward ---------------------------------------------------------------------------------------------
