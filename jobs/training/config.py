@@ -12,6 +12,7 @@ from pathlib import Path
 from jobs.training.cadence import STOP_CHECK_SECONDS
 from jobs.training.mesh import fsdp_problem, model_problems
 from jobs.training.presets import PRESETS, ModelShape, ffn_hidden_dim
+from jobs.training.released import ReleaseError, read_release
 
 STOP_FILE_ENV = "SLURM_EKS_STOP_FILE"
 CHECKPOINT_DIR_ENV = "SLURM_EKS_CHECKPOINT_DIR"  # set by the rendered sbatch scripts (jobs/templates)
@@ -63,6 +64,7 @@ class TrainConfig:
     stop_file: Path | None
     stop_check_every: int | None  # None: about every STOP_CHECK_SECONDS (jobs/training/cadence.py)
     log_every: int
+    init_from: Path | None = None  # released weights (jobs/training/released.py); None: torchtitan's init
 
 
 def _positive_int(text: str) -> int:
@@ -120,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "8/3 x --d-model rounded up to a multiple of 256)")  # fmt: skip
     model.add_argument("--tie-embeddings", action="store_true", default=None,
                        help="custom shape: the output projection shares the embedding's weight")  # fmt: skip
+    model.add_argument("--init-from", type=Path, metavar="DIR",
+                       help="start from released Llama 3 / 3.1 weights: a directory of safetensors in Hugging Face's "
+                       "layout (config.json) or Meta's (params.json); the shape comes from its config, so no --model "
+                       "or shape flags. A checkpoint in --checkpoint-dir still wins (a resumed run)")  # fmt: skip
     model.add_argument("--seq-len", type=_positive_int, default=128)
     model.add_argument("--dropout", type=_fraction, default=0.0, help="on attention probabilities and on "
                        "each residual branch (Llama trains without; the resume tests use it for RNG)")  # fmt: skip
@@ -239,6 +245,14 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
 
 def _model_shape(parser: argparse.ArgumentParser, args: argparse.Namespace) -> ModelShape:
     given = {dest: getattr(args, dest) for dest in CUSTOM_SHAPE_DEFAULTS if getattr(args, dest) is not None}
+    if args.init_from is not None:
+        if args.model is not None or given:
+            flag = "--model" if args.model is not None else "--" + next(iter(given)).replace("_", "-")
+            parser.error(f"{flag} conflicts with --init-from {args.init_from}: the release's config fixes the shape")
+        try:
+            return read_release(args.init_from).shape
+        except (ReleaseError, KeyError) as error:
+            parser.error(f"--init-from {args.init_from}: {error}")
     if args.model is not None:
         if given:
             flag = "--" + next(iter(given)).replace("_", "-")

@@ -14,6 +14,8 @@ numbers); checkpoints and released weights are then loaded into the shards (jobs
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
@@ -25,14 +27,22 @@ def is_meta(model: nn.Module) -> bool:
     return any(p.is_meta for p in model.parameters())
 
 
+# A parameter's whole value by its name and size, on a device: the model's initial value, or released weights
+# (jobs/training/released.py).
+WholeValue = Callable[[str, tuple[int, ...], torch.device], torch.Tensor]
+
+
 @torch.no_grad()
-def materialize(model: Transformer, device: torch.device, seed: int) -> None:
+def materialize(model: Transformer, device: torch.device, seed: int, values: WholeValue | None = None) -> None:
     """Allocate `model`'s parameters (plain, or DTensors of any placement) on `device` and set each to its slice
-    of the whole model's initial value. `model` may be what split_stage, apply_tp and fully_shard made of the
-    Transformer: none of them renames a parameter."""
+    of its whole value: `values`, or the model's initial value for `seed`. `model` may be what split_stage,
+    apply_tp and fully_shard made of the Transformer: none of them renames a parameter."""
     model.to_empty(device=device)
     for name, param in model.named_parameters():
-        whole = model.initial_value(name, tuple(param.shape), device, seed)
+        if values is not None:
+            whole = values(name, tuple(param.shape), device)
+        else:
+            whole = model.initial_value(name, tuple(param.shape), device, seed)
         if isinstance(param, DTensor):
             # Every rank has the whole tensor: distribute_tensor only slices (src_data_rank=None: no broadcast).
             mine = distribute_tensor(whole, param.device_mesh, param.placements, src_data_rank=None).to_local()

@@ -4,13 +4,15 @@ Names are those of Meta's Llama code (torchtitan's before it fused q/k/v): `tok_
 `output`; each layer `attention_norm`, `attention` (`wq`, `wk`, `wv`, `wo`), `ffn_norm`, `feed_forward`
 (`w1`, `w2`, `w3`). As in torchtitan's decoder (pytorch/torchtitan `torchtitan/models/common/decoder.py`),
 `layers` is a ModuleDict keyed "0".."n-1", so a pipeline stage deletes layers and keeps every name, and
-`tok_embeddings`, `norm` and `output` may be None. Rotary embeddings are plain RoPE (without the Llama 3.1
-frequency scaling torchtitan's presets use) on adjacent pairs, as torchtitan's `ComplexRoPE` rotates them,
+`tok_embeddings`, `norm` and `output` may be None. Rotary embeddings are RoPE (with Llama 3.1's frequency
+scaling when the shape has it: a released 3.1 model's does, our presets do not) on adjacent pairs, as
+torchtitan's `ComplexRoPE` rotates them,
 but from real cos/sin tables: no complex tensors, for torch-xla and DTensor.
 """
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable
 
@@ -20,7 +22,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from jobs.training.config import ModelConfig
-from jobs.training.presets import NORM_EPS, ROPE_THETA, ModelShape
+from jobs.training.presets import ROPE_THETA, ModelShape, RopeScaling
 
 # Elements drawn per generator when a parameter is initialised (16 MiB of fp32).
 INIT_BLOCK_ELEMENTS = 4 * 1024 * 1024
@@ -33,9 +35,20 @@ def parameter_seed(seed: int, name: str) -> int:
     return zlib.crc32(f"{seed}/{name}".encode())
 
 
-def rope_tables(head_dim: int, seq_len: int, theta: float = ROPE_THETA) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of position x frequency, each [seq_len, head_dim / 2], in fp32."""
+def rope_tables(head_dim: int, seq_len: int, theta: float = ROPE_THETA,
+                scaling: RopeScaling | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of position x frequency, each [seq_len, head_dim / 2], in fp32; with Llama 3.1's frequency
+    scaling when given (RopeScaling, as transformers' `_compute_llama3_parameters` computes it)."""
     inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    if scaling is not None:
+        old = scaling.original_max_position
+        low_wavelen, high_wavelen = old / scaling.low_freq_factor, old / scaling.high_freq_factor
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > low_wavelen, inv_freq / scaling.factor, inv_freq)
+        smooth = (old / wavelen - scaling.low_freq_factor) / (scaling.high_freq_factor - scaling.low_freq_factor)
+        blended = (1 - smooth) * scaled / scaling.factor + smooth * scaled
+        medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+        inv_freq = torch.where(medium, blended, scaled)
     angles = torch.outer(torch.arange(seq_len, dtype=torch.float32), inv_freq)
     return angles.cos(), angles.sin()
 
@@ -97,9 +110,9 @@ class FeedForward(nn.Module):
 class TransformerBlock(nn.Module):
     def __init__(self, shape: ModelShape, dropout: float) -> None:
         super().__init__()
-        self.attention_norm = nn.RMSNorm(shape.dim, eps=NORM_EPS)
+        self.attention_norm = nn.RMSNorm(shape.dim, eps=shape.norm_eps)
         self.attention = Attention(shape, dropout)
-        self.ffn_norm = nn.RMSNorm(shape.dim, eps=NORM_EPS)
+        self.ffn_norm = nn.RMSNorm(shape.dim, eps=shape.norm_eps)
         self.feed_forward = FeedForward(shape.dim, shape.ffn_dim)
         self.drop = nn.Dropout(dropout)
 
@@ -118,7 +131,7 @@ class Transformer(nn.Module):
         shape = cfg.shape
         self.tok_embeddings: nn.Embedding | None = nn.Embedding(shape.vocab_size, shape.dim)
         self.layers = nn.ModuleDict({str(i): TransformerBlock(shape, cfg.dropout) for i in range(shape.n_layers)})
-        self.norm: nn.RMSNorm | None = nn.RMSNorm(shape.dim, eps=NORM_EPS)
+        self.norm: nn.RMSNorm | None = nn.RMSNorm(shape.dim, eps=shape.norm_eps)
         self.output: nn.Linear | None = nn.Linear(shape.dim, shape.vocab_size, bias=False)
         if shape.tie_embeddings:
             self.tok_embeddings.weight = self.output.weight
@@ -142,7 +155,8 @@ class Transformer(nn.Module):
     def init_buffers(self) -> None:
         if self.rope_cos.is_meta:
             return
-        cos, sin = rope_tables(self.cfg.shape.head_dim, self.cfg.seq_len)
+        shape = self.cfg.shape
+        cos, sin = rope_tables(shape.head_dim, self.cfg.seq_len, shape.rope_theta, shape.rope_scaling)
         self.rope_cos, self.rope_sin = cos.to(self.rope_cos.device), sin.to(self.rope_sin.device)
 
     def initial_value(self, name: str, size: tuple[int, ...], device: torch.device, seed: int) -> torch.Tensor:

@@ -19,7 +19,7 @@ from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel
 
 from jobs.training.distributed import DistEnv
-from jobs.training.materialize import is_meta, materialize
+from jobs.training.materialize import WholeValue, is_meta, materialize
 from jobs.training.mesh import ParallelDims, coordinate, submesh
 from jobs.training.model import Transformer
 from jobs.training.pipeline import Pipeline, build_pipeline, split_stage
@@ -42,18 +42,19 @@ def parallelize(
     compile_blocks: bool,
     n_microbatches: int,
     seed: int = 0,
+    values: WholeValue | None = None,
 ) -> Parallelized:
     """Parameter names stay those of `model` (no wrapper prefixes in DCP). On XLA (no mesh) the bare module:
     replicas average their gradients through xm (Neuron's guide: remove the DDP wrapper).
 
     A model on the meta device (build it under `torch.device("meta")`) is laid out first and then made real,
-    each rank allocating and initialising only what it holds (jobs/training/materialize.py); a real model is laid
-    out as it is."""
+    each rank allocating and initialising only what it holds (jobs/training/materialize.py), from `values` (released
+    weights) when given; a real model is laid out as it is."""
     model.activation_checkpointing = activation_checkpointing
     deferred = is_meta(model)
     if mesh is None:
         if deferred:
-            materialize(model, torch.device("cpu"), seed)
+            materialize(model, torch.device("cpu"), seed, values)
         return Parallelized(model.to(env.device), None)
     if dims.pp > 1:
         split_stage(model, coordinate(mesh, "pp"), dims.pp)
@@ -76,10 +77,10 @@ def parallelize(
             fully_shard(block, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=dims.pp == 1)
         fully_shard(model, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=dims.pp == 1)
         if deferred:
-            materialize(model, env.device, seed)
+            materialize(model, env.device, seed, values)
     else:  # plain data parallelism (mesh.parallel_dims refuses tp/pp without --fsdp)
         if deferred:
-            materialize(model, env.device, seed)
+            materialize(model, env.device, seed, values)
         model.to(env.device)
         model = DistributedDataParallel(model, device_ids=[env.local_rank] if env.device.type == "cuda" else None)
     pipeline = build_pipeline(model, mesh["pp"], env.device, n_microbatches) if dims.pp > 1 else None

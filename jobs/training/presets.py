@@ -24,6 +24,19 @@ def ffn_hidden_dim(dim: int, multiple_of: int, multiplier: float | None = None) 
 
 
 @dataclass(frozen=True)
+class RopeScaling:
+    """Llama 3.1's RoPE frequency scaling ("rope_type": "llama3"): wavelengths longer than the original context /
+    low_freq_factor are stretched by `factor`, shorter than it / high_freq_factor kept, those between blended
+    (meta-llama/llama-models `apply_scaling`; transformers 5.23 modeling_rope_utils `_compute_llama3_parameters`).
+    Meta's 3.1 and 3.2 releases: factor 8 (32 for 3.2), 1, 4, 8192."""
+
+    factor: float = 8.0
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_max_position: int = 8192
+
+
+@dataclass(frozen=True)
 class ModelShape:
     dim: int
     n_layers: int
@@ -32,6 +45,10 @@ class ModelShape:
     ffn_dim: int
     vocab_size: int
     tie_embeddings: bool = False
+    # Llama 3's; a released model's own come from its config (jobs/training/released.py).
+    rope_theta: float = ROPE_THETA
+    rope_scaling: RopeScaling | None = None
+    norm_eps: float = NORM_EPS
 
     @property
     def head_dim(self) -> int:

@@ -42,6 +42,7 @@ from jobs.training.parallelize import (
     settle_ddp_buckets,
 )
 from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
+from jobs.training.released import ReleasedWeights, read_release
 
 # Steps a graph-extraction run (neuron_parallel_compile) traces: the first (it creates AdamW's state) and a
 # steady one; every later step runs the same graphs.
@@ -168,13 +169,20 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
     # The model on the meta device (no memory), laid out over the mesh, then each rank allocates and initialises
     # only its shards from the whole model's initial values (jobs/training/materialize.py): host memory per rank
     # follows its shard, not the model, and every layout starts from the same weights.
+    # Released weights (--init-from) are read the same way, a tensor at a time, each rank keeping its slice.
     torch.manual_seed(cfg.seed)
     with torch.device("meta"):
         net = Transformer(cfg.model, seed=cfg.seed)
     flops = cfg.model.shape.flops_per_token(cfg.model.seq_len)
     n_params = count_params(net)
-    par = parallelize(net, env, dims, mesh, activation_checkpointing=cfg.activation_checkpointing,
-                      compile_blocks=cfg.compile, n_microbatches=cfg.grad_accum, seed=cfg.seed)  # fmt: skip
+    weights = ReleasedWeights(read_release(cfg.init_from)) if cfg.init_from is not None else None
+    try:
+        par = parallelize(net, env, dims, mesh, activation_checkpointing=cfg.activation_checkpointing,
+                          compile_blocks=cfg.compile, n_microbatches=cfg.grad_accum, seed=cfg.seed,
+                          values=weights)  # fmt: skip
+    finally:
+        if weights is not None:
+            weights.close()
     model = par.model
     # Before the checkpoint is loaded, on every start: the step after a resume reduces like the same step of
     # an uninterrupted run (see settle_ddp_buckets).
@@ -205,6 +213,7 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
         model=cfg.model.name,
         params=n_params,
         data=str(cfg.data) if cfg.data else "synthetic",
+        init=str(cfg.init_from) if cfg.init_from is not None else "random",
         # This rank's peak resident host memory so far (model built, laid out, checkpoint loaded).
         host_peak_gib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),
     )
