@@ -90,7 +90,11 @@ class ReleasedWeights:
     """Whole tensors of a release by our parameter names, in fp32, read lazily from its safetensors files."""
 
     def __init__(self, release: Release) -> None:
-        from safetensors import safe_open  # torch-free above: the flags are checked without torch
+        try:  # here, not above: the flags are checked without it, and only --init-from needs it
+            from safetensors import safe_open
+        except ImportError:
+            raise ReleaseError("--init-from needs the safetensors package, which this image lacks: "
+                               "pip install safetensors (or build the image with it)") from None
 
         self.release = release
         files = sorted(release.directory.glob("*.safetensors"))
