@@ -28,6 +28,8 @@ from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR, load_stack
 from jobs import render
 from jobs.recipes import deepspeed_config
+from scripts.advise.entry_fit import entry_fit
+from scripts.advise.hardware import partition_hardware
 from slurm import client, local
 from slurm.backend import JobBackend
 from slurm.cli_backend import CliBackend
@@ -356,6 +358,9 @@ def job_render(
     max_requeues: Annotated[int, typer.Option(help="requeues after a preemption before giving up")] = 3,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     stacks_dir: Annotated[Path, typer.Option(help="directory of Pulumi.<stack>.yaml")] = STACKS_DIR,
+    no_fit_check: Annotated[
+        bool, typer.Option("--no-fit-check", help="render a jobs/train.py layout that advise's memory model says "
+                           "does not fit the partition's GPUs or host memory")] = False,
 ) -> None:
     """Write an sbatch script for a partition; the entry point and its arguments go after `--`."""
     with render_errors():
@@ -371,6 +376,14 @@ def job_render(
             config, _ = load_stack(stack, stacks_dir)
             target = render.target_for_partition(config, stack, partition, image, container=not no_container)
             limit = time_limit or config.partitions[partition].max_time
+            hardware = partition_hardware(config, stack, partition)
+            fit = entry_fit(hardware, list(ctx.args), nodes)
+            if fit is not None and not fit.fits and not no_fit_check:
+                model = fit.model
+                raise render.RenderError(
+                    f"{fit.problem(hardware.device_word)}: it would stop at its first step. `slurm-eks advise --stack "
+                    f"{stack} --partition {partition} --model {model} --seq-len {fit.seq_len}` prints a layout that "
+                    "fits; --no-fit-check renders this one anyway")  # fmt: skip
         lead = render.signal_lead(target, list(ctx.args), signal_lead, checkpoint_gb, step_seconds)
         script = render.render_job(target, list(ctx.args), nodes=nodes, time=limit, job_name=job_name,
                                    lead=lead, max_requeues=max_requeues)

@@ -94,12 +94,16 @@ def libfabric(script: str) -> dict[str, str]:
 def test_gpu_efa_settings_are_the_cheatsheets_for_current_libfabric(partition: str) -> None:
     # efa-cheatsheet.md preset 3.1 (libfabric >= 1.18, aws-ofi-nccl >= 1.7): FI_PROVIDER=efa,
     # FI_EFA_USE_DEVICE_RDMA=1 and FI_EFA_FORK_SAFE=1 are defaults or no-ops there.
-    assert libfabric(_render("prod", partition)) == {"FI_EFA_USE_HUGE_PAGE": "0"}
+    script = _render("prod", partition)
+    assert libfabric(script) == {"FI_EFA_USE_HUGE_PAGE": "0"}
+    # NCCL over aws-ofi-nccl or a failed start, never a quiet fall-back to TCP sockets.
+    assert exported(script)["NCCL_NET"] == '"${NCCL_NET:-Libfabric}"'
 
 
 def test_no_efa_settings_without_efa() -> None:
     dev = _render("dev", "gpu")
     assert "#SBATCH --gpus-per-node=4" in dev and libfabric(dev) == {} and "NCCL_DEBUG" in dev
+    assert "NCCL_NET" not in exported(dev)  # no EFA: NCCL's sockets are the network
 
 
 def test_trainium_script_precompiles_then_runs_32_workers() -> None:
