@@ -73,9 +73,20 @@ def parallelize(
         # A 2-D ("dp_replicate", "dp_shard") mesh makes it HSDP. Under PP, keep the gathered weights between
         # the micro-batches (torchtitan's default reshard_after_forward policy: not pp_enabled).
         dp_mesh = submesh(mesh, "dp_replicate", "dp_shard")
+        reshard = dims.pp == 1
+        # torchtitan's units (torchtitan/models/llama3/infra/parallelize.py apply_fsdp): the embedding, each block,
+        # and the final norm with the output projection, each gathered only while it computes, so the vocab-wide
+        # matrices are not held whole through the step as the root unit's would be. The last unit is used first
+        # in backward, so it stays gathered after forward. A tied embedding is one parameter in two modules:
+        # it stays in the root unit.
+        tied = model.cfg.shape.tie_embeddings
+        if model.tok_embeddings is not None and not tied:
+            fully_shard(model.tok_embeddings, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=reshard)
         for block in model.layers.values():
-            fully_shard(block, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=dims.pp == 1)
-        fully_shard(model, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=dims.pp == 1)
+            fully_shard(block, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=reshard)
+        if model.norm is not None and model.output is not None and not tied:
+            fully_shard([model.norm, model.output], mesh=dp_mesh, mp_policy=mp, reshard_after_forward=False)
+        fully_shard(model, mesh=dp_mesh, mp_policy=mp, reshard_after_forward=reshard)
         if deferred:
             materialize(model, env.device, seed, values)
     else:  # plain data parallelism (mesh.parallel_dims refuses tp/pp without --fsdp)

@@ -150,11 +150,16 @@ def memory(shape: ModelShape, layout: Layout, seq_len: int, device_gib: float) -
         weights += local * BF16_BYTES  # autocast's bf16 copies, kept by autograd from forward to backward
         gradients += local * DDP_BUCKET_BYTES
     else:
-        # FSDP2 gathers the root unit (embedding, final norm, output) and each layer unsharded in bf16, and
-        # prefetches the next layer while one computes; a layer's unsharded gradients wait in bf16 and fp32
-        # (reduce_dtype) for their reduce-scatter.
+        # FSDP2 gathers each unit unsharded in bf16 while it computes and prefetches the next layer; a layer's
+        # unsharded gradients wait in bf16 and fp32 (reduce_dtype) for their reduce-scatter. The units are
+        # torchtitan's (jobs/training/parallelize.py): the embedding, each layer, the final norm with the output;
+        # at the start of backward the last is gathered and the embedding is not. Under a pipeline nothing is
+        # resharded after forward, and a tied embedding stays in the root unit: both ends stay gathered.
         block = shape.layer_params() / t
-        weights += (ends / t + 2 * block) * BF16_BYTES
+        held_ends = ends
+        if layout.pp == 1 and not shape.tie_embeddings:
+            held_ends = shape.vocab_size * shape.dim + shape.dim  # the output projection and the final norm
+        weights += (held_ends / t + 2 * block) * BF16_BYTES
         gradients += block * (BF16_BYTES + GRADIENT_BYTES)
     tokens = layout.micro_batch * seq_len
     layers = math.ceil(shape.n_layers / layout.pp)
