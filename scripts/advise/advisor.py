@@ -27,9 +27,12 @@ from scripts.advise.models import AdviseError, Model
 # Llama 3 Herd of Models", 2024, section 3.4.1): the defaults.
 DEFAULT_SEQ_LEN = 8192
 DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
-# Model FLOPs utilisation assumed for the estimate: Llama 3 405B trained at 38-43% BF16 MFU on 8K-16K H100s
-# (same paper, Table 4). An assumption for every accelerator; --mfu changes it.
-DEFAULT_MFU = 0.40
+# Model FLOPs utilisation assumed for the estimate: what torchtitan, the reference this entry point follows,
+# measured without torch.compile or Float8 (the entry point's defaults): Llama 3.1 8B with FSDP on 8 H100s,
+# 5,762 tokens/s a GPU (pytorch/torchtitan docs/performance.md, Table 1), 33.7% of the H100's 989 TFLOPS at
+# 6 x 8.03B + attention = 57.9 GFLOP a token (jobs/training/presets.py). Meta's own stack reached 38-43% for
+# Llama 3 405B ("The Llama 3 Herd of Models", Table 4). An assumption for every accelerator; --mfu changes it.
+DEFAULT_MFU = 0.34
 # Full activation checkpointing recomputes the forward pass (2 of the 6 FLOPs a parameter costs per token):
 # the same hardware utilisation trains 6/8 as many tokens (PaLM, Chowdhery et al. 2022, appendix B: MFU
 # against hardware FLOPs utilisation).
