@@ -3,7 +3,7 @@ Prolog and Epilog with the prod stack's settings, on a dynamic node of its gpu-h
 the way a NodeSet pod does.
 
 What is real: slurmctld and slurmd (25.11, the version the cluster runs, built from source), the script, the
-slurm.conf lines our Controller writes (HealthCheckNodeState, PrologFlags=Alloc, nohold_on_prolog_fail), the
+slurm.conf lines our Controller writes (HealthCheckNodeState, PrologFlags=Alloc,Contain, nohold_on_prolog_fail), the
 node's expectations (the env file the prod stack renders for gpu-h100), `scontrol update ... state=drain` and
 Slurm's requeue. What stands in: nvidia-smi (tests/health/fakes/nvidia-smi, told how many GPUs to report) and
 dmesg (empty); no FSx or EFA here, so no /shared or efa check (tests/health/test_node_check.py has those).
@@ -131,7 +131,7 @@ def dynamic_cluster(local_slurm: ClusterStatus, config: ClusterConfig, nodeset: 
         "HealthCheckProgram": str(checks.wrapper), "HealthCheckInterval": str(INTERVAL_S),
         "SchedulerParameters": f"sched_interval=2,{ours['SchedulerParameters']}",
         "Prolog": str(checks.wrapper), "Epilog": str(checks.wrapper)})
-    assert "PrologFlags=Alloc" in conf and "HealthCheckNodeState=ANY,CYCLE" in conf
+    assert "PrologFlags=Alloc,Contain" in conf and "HealthCheckNodeState=ANY,CYCLE" in conf
     with as_person(), dynamic_nodes(conf, nodeset.gpus) as cluster:
         yield cluster
 
