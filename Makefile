@@ -12,7 +12,7 @@ PIP_FLAGS := --quiet --no-cache-dir
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: agent-image agent-lock deploy-lock setup setup-extras system-packages slurm xla-venv plan test test-fast lint golden bench bench-gpu crds upstream mutate \
+.PHONY: agent-image agent-lock deploy-lock setup setup-extras system-packages slurm xla-venv titan-venv plan test test-fast lint golden bench bench-gpu crds upstream mutate \
   clean mermaid
 
 # Debian packages the tests use: shellcheck (rendered job scripts), sssd-tools and sssd-ldap (`sssctl
@@ -104,6 +104,16 @@ $(XLA_VENV)/.installed: jobs/requirements-xla.txt
 
 xla-venv: $(XLA_VENV)/.installed
 
+# torchtitan on the CPU for the torchtitan recipe's tests (jobs/recipes/titan.py): the torch of its image and
+# torchtitan, in a venv of their own (jobs/recipes/requirements-titan.txt says why).
+TITAN_VENV := .venv-titan
+$(TITAN_VENV)/.installed: jobs/recipes/requirements-titan.txt
+	$(PYTHON) -m venv $(TITAN_VENV)
+	$(TITAN_VENV)/bin/pip install $(PIP_FLAGS) -r jobs/recipes/requirements-titan.txt
+	touch $@
+
+titan-venv: $(TITAN_VENV)/.installed
+
 # Mermaid's own parser, for tests/test_diagrams.py (every ```mermaid block of README.md, CONTRIBUTING.md and docs/
 # parses as GitHub renders it): node from its PyPI wheel into .venv, the same node on every machine (Debian 12's own
 # is 18), then the npm packages tools/mermaid/package-lock.json locks, integrity-checked by npm ci.
@@ -128,11 +138,11 @@ lint: setup-extras
 # so its fixtures are built once); then the local Slurm's tests alone (one local Slurm at a time); then the
 # twins of the shipped stacks (scripts/twin), one stack at a time.
 TEST_WORKERS ?= $(shell n=$$(nproc); [ $$n -gt 2 ] && echo $$n || echo 2)
-# The three installs share nothing (the main venv, Debian packages, the torch-xla venv) and mostly wait on
+# The four installs share nothing (the main venv, Debian packages, the torch-xla and torchtitan venvs) and mostly wait on
 # downloads and disk, so they run side by side: about two minutes less on a fresh machine.
 test:
 	$(MAKE) --no-print-directory upstream
-	$(MAKE) --no-print-directory -j3 setup-extras slurm xla-venv
+	$(MAKE) --no-print-directory -j4 setup-extras slurm xla-venv titan-venv
 	$(MAKE) --no-print-directory mermaid
 	$(MAKE) --no-print-directory lint
 	$(BIN)/pytest -q -m "not slurm and not twin" -n $(TEST_WORKERS) --dist loadfile --durations=30

@@ -23,7 +23,7 @@ from components.config.base import SlurmTime
 from components.config.cluster import ClusterConfig, Fsx
 from components.slinky.images import training_image
 from components.slinky.sizing import slurm_cpus
-from jobs.training.cadence import HF_FINETUNE_STOP_CHECK_EVERY, STOP_CHECK_SECONDS, stop_wait_seconds
+from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY, RECIPES, STOP_CHECK_SECONDS, stop_wait_seconds
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SHARED = "/shared"
@@ -228,12 +228,12 @@ class StopWait:
 
 
 def _is_recipe(entry: list[str]) -> bool:
-    return bool(entry) and Path(entry[0]).name == "hf_finetune.py"
+    return bool(entry) and Path(entry[0]).name in RECIPES
 
 
 def entry_stop_check_every(entry: list[str]) -> tuple[int | None, bool]:
     """Steps between the entry point's stop agreements and whether its flags say so: its `--stop-check-every`,
-    else its default (jobs/recipes/hf_finetune.py: every optimizer step; jobs/train.py: time-based, None)."""
+    else its default (the recipes, jobs/recipes/: every optimizer step; jobs/train.py: time-based, None)."""
     for i, arg in enumerate(entry[1:], start=1):
         value = arg.removeprefix("--stop-check-every=") if arg.startswith("--stop-check-every=") else (
             entry[i + 1] if arg == "--stop-check-every" and i + 1 < len(entry) else None)
@@ -242,7 +242,7 @@ def entry_stop_check_every(entry: list[str]) -> tuple[int | None, bool]:
                 return int(value), True
             except ValueError:
                 raise RenderError(f"--stop-check-every {value!r} is not a number of steps") from None
-    return (HF_FINETUNE_STOP_CHECK_EVERY if _is_recipe(entry) else None), False
+    return (RECIPE_STOP_CHECK_EVERY if _is_recipe(entry) else None), False
 
 
 def stop_wait(entry: list[str], step_seconds: float) -> StopWait:

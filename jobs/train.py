@@ -30,7 +30,8 @@ Exit and preemption contract (for job scripts; behaviour of torch 2.13's torchru
 * USR2 trap (`#SBATCH --signal=B:USR2@<lead>`): `touch "$SLURM_EKS_STOP_FILE"`, then `wait` again for
   the srun (bash's `wait` returns early when a trapped signal arrives). Do not send USR2 to torchrun:
   it does not handle USR2 by default and dies at once (exit 140), leaving its workers running
-  unsupervised. If a signal must go through torchrun, start it with
+  unsupervised. If a signal must go through torchrun, start it (torch 2.13's; the default image's
+  torch 2.9 has no such flag) with
   `--signals-to-handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR2`: it forwards the signal to its workers,
   waits `--shutdown-timeout` (default 30 s) for them, SIGKILLs the rest and exits 1. SIGTERM (Slurm's
   time limit, scancel) is forwarded that way by default, so the lead time and `--shutdown-timeout`

@@ -217,6 +217,13 @@ def test_torch_xla_imported_outside_the_xla_module_is_broken(tmp_path: Path) -> 
     assert "jobs.training.data -> torch_xla" in report and "jobs.training.xla ->" not in report
 
 
+def test_torchtitan_imported_outside_its_recipe_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "torchtitan", {
+        "jobs/recipes/titan.py": "import torchtitan.config\n", "jobs/recipes/hf_finetune.py": "import torchtitan\n",
+    })
+    assert "jobs.recipes.hf_finetune -> torchtitan" in report and "jobs.recipes.titan ->" not in report
+
+
 def test_a_program_importing_beyond_the_standard_library_is_broken(tmp_path: Path) -> None:
     report = broken(tmp_path, "programs", {"scripts/twin/pod_init.py": "import os\nfrom scripts.twin import plan\n",
                                            "scripts/twin/plan.py": ""})

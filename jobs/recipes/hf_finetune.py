@@ -52,7 +52,7 @@ from transformers import (
 
 from jobs.recipes.hf_checkpoints import JobContract, latest_complete_checkpoint, remove_torn
 from jobs.recipes.lm_data import TOKEN_SUFFIX, load_blocks
-from jobs.training.cadence import HF_FINETUNE_STOP_CHECK_EVERY
+from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY
 from jobs.training.config import CHECKPOINT_DIR_ENV, DEVICE_ENV, STOP_FILE_ENV
 from jobs.training.metrics import JsonLog
 from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     flag("output-dir", type=Path, default=os.environ.get(CHECKPOINT_DIR_ENV),
          help=f"checkpoints, markers, final model (default ${CHECKPOINT_DIR_ENV})")  # fmt: skip
     flag("stop-file", type=Path, default=os.environ.get(STOP_FILE_ENV), help=f"default ${STOP_FILE_ENV}")
-    flag("stop-check-every", type=_at_least(1), default=HF_FINETUNE_STOP_CHECK_EVERY,
+    flag("stop-check-every", type=_at_least(1), default=RECIPE_STOP_CHECK_EVERY,
          help="optimizer steps between stop agreements")
     flag("per-device-train-batch-size", type=_at_least(1), default=1)
     flag("gradient-accumulation-steps", type=_at_least(1), default=1)

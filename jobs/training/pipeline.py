@@ -15,6 +15,7 @@ divides the summed gradients by their count (`scale_grads`), as gradient accumul
 from __future__ import annotations
 
 from dataclasses import dataclass
+from inspect import signature
 
 import torch
 import torch.distributed as dist
@@ -61,21 +62,42 @@ class Pipeline:
         """Forward and backward of the micro-batches stacked in `inputs` and `targets` (the same on every stage
         of a replica). Returns their mean loss on the last stage, 0 on the others."""
         losses: list[torch.Tensor] = []
+        # Newer torch merges the last stage's outputs (the logits) unless told not to; torch 2.9 has no such
+        # argument and would pass it to the model.
+        keep = {"return_outputs": False} if "return_outputs" in signature(self.schedule.step).parameters else {}
+        # Contiguous: torch 2.9's stage checks each micro-batch's strides against the first one's, and a batch
+        # sliced from a longer one (tokens[:, :-1]) is not.
         self.schedule.step(
-            *((inputs,) if self.is_first else ()),
-            target=targets if self.is_last else None,
+            *((inputs.contiguous(),) if self.is_first else ()),
+            target=targets.contiguous() if self.is_last else None,
             losses=losses if self.is_last else None,
-            return_outputs=False,
+            **keep,
         )
         if not self.is_last:
             return torch.zeros((), device=inputs.device)
         return torch.stack(losses).mean().to(inputs.device)  # FSDP2 + PP can leave the loss on the CPU (torchtitan)
 
 
+class _Stage(PipelineStage):
+    """torch's PipelineStage, with the first exchange between neighbours in one dtype.
+
+    Before its first step a stage sends its index to each neighbour and receives theirs. torch 2.9 (the GPU
+    image's, public.ecr.aws/deep-learning-containers/pytorch-training:2.9.0-...) sends an int64 into a float32
+    buffer: gloo aborts ("8 vs 4. Received data size doesn't match expected size", measured), and NCCL across
+    nodes is undefined behaviour (pytorch/pytorch#165143, fixed by #165539, in 2.13 both are float32)."""
+
+    def _get_init_p2p_neighbors_ops(self) -> list[dist.P2POp]:
+        ops = super()._get_init_p2p_neighbors_ops()
+        for op in ops:
+            if op.tensor.dtype != torch.float32:
+                op.tensor = op.tensor.to(torch.float32)
+        return ops
+
+
 def build_pipeline(stage_module: Module, pp_mesh: DeviceMesh, device: torch.device, n_microbatches: int) -> Pipeline:
     """The 1F1B schedule of this rank's stage (its index: the rank's pp coordinate). Shapes of what passes
     between stages are inferred from the first micro-batch."""
     stage_index, n_stages, group = pp_mesh.get_local_rank(), pp_mesh.size(), pp_mesh.get_group()
-    stage = PipelineStage(stage_module, stage_index, n_stages, device, group=group)
+    stage = _Stage(stage_module, stage_index, n_stages, device, group=group)
     schedule = Schedule1F1B(stage, n_microbatches=n_microbatches, loss_fn=_loss)
     return Pipeline(schedule, group, is_first=stage_index == 0, is_last=stage_index == n_stages - 1)

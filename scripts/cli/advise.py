@@ -42,6 +42,7 @@ from scripts.advise.memory import (
     RUNTIME_GIB,
 )
 from scripts.advise.models import AdviseError, requested_model
+from scripts.advise.moe import MOE_PRESETS, MoeAdvice, advise_moe
 from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config
 
 
@@ -49,7 +50,8 @@ def advise(
     stack: Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")],
     partition: Annotated[str, typer.Option("--partition", "-p", help="the partition to train on")],
     model: Annotated[str | None, typer.Option(
-        "--model", help=f"preset of jobs/training/presets.py: {', '.join(PRESETS)}")] = None,
+        "--model", help=f"preset of jobs/training/presets.py ({', '.join(PRESETS)}), or a mixture-of-experts "
+                        f"preset trained through torchtitan ({', '.join(MOE_PRESETS)})")] = None,
     params: Annotated[float | None, typer.Option(
         help="custom model: its parameter count (e.g. 13e9), checked against the shape flags")] = None,
     dim: Annotated[int | None, typer.Option(min=1, help="custom model: width")] = None,
@@ -58,7 +60,8 @@ def advise(
     kv_heads: Annotated[int | None, typer.Option(min=1, help="custom model: key/value heads (default --heads)")] = None,
     ffn_dim: Annotated[int | None, typer.Option(min=1, help="custom model: SwiGLU width (default Llama's)")] = None,
     vocab: Annotated[int | None, typer.Option(min=1, help="custom model: vocabulary (default 128256)")] = None,
-    seq_len: Annotated[int, typer.Option(min=1, help="tokens per sequence")] = DEFAULT_SEQ_LEN,
+    seq_len: Annotated[int | None, typer.Option(
+        min=1, help=f"tokens per sequence (default {DEFAULT_SEQ_LEN}; a mixture-of-experts preset's config's)")] = None,
     global_batch: Annotated[int | None, typer.Option(min=1, help="sequences per optimizer step")] = None,
     global_batch_tokens: Annotated[int | None, typer.Option(
         min=1, help="tokens per optimizer step instead (default 4194304: 4M)")] = None,
@@ -75,20 +78,77 @@ def advise(
         config, _ = load_stack(stack, stacks_dir)
     except ConfigError as exc:
         raise fail_config(exc) from None
+    shape_flags = {"--params": params, "--dim": dim, "--layers": layers, "--heads": heads, "--kv-heads": kv_heads,
+                   "--ffn-dim": ffn_dim, "--vocab": vocab}
+    where = None if stacks_dir == STACKS_DIR else str(stacks_dir)
     try:
-        chosen_model = requested_model(model, dim=dim, layers=layers, heads=heads, kv_heads=kv_heads,
-                                       ffn_dim=ffn_dim, vocab=vocab, params=params)
         hardware = partition_hardware(config, stack, partition)
-        batch = global_batch_sequences(seq_len, global_batch, global_batch_tokens)
-        advice = advisor.advise(chosen_model, hardware, seq_len, batch, nodes=nodes, mfu=mfu,
-                                stacks_dir=None if stacks_dir == STACKS_DIR else str(stacks_dir))
+        if model in MOE_PRESETS:
+            if given := [flag for flag, value in shape_flags.items() if value is not None]:
+                raise AdviseError(f"--model {model} is a preset with its own shape: drop {' '.join(given)}")
+            preset = MOE_PRESETS[model]
+            tokens = seq_len or preset.seq_len
+            batch = global_batch_sequences(tokens, global_batch, global_batch_tokens)
+            moe_advice = advise_moe(preset, hardware, tokens, batch, nodes=nodes, mfu=mfu, stacks_dir=where)
+        else:
+            chosen_model = requested_model(model, dim=dim, layers=layers, heads=heads, kv_heads=kv_heads,
+                                           ffn_dim=ffn_dim, vocab=vocab, params=params)
+            tokens = seq_len or DEFAULT_SEQ_LEN
+            batch = global_batch_sequences(tokens, global_batch, global_batch_tokens)
+            advice = advisor.advise(chosen_model, hardware, tokens, batch, nodes=nodes, mfu=mfu, stacks_dir=where)
     except AdviseError as exc:
         err.print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
-    if as_json:
+    if model in MOE_PRESETS:
+        if as_json:
+            typer.echo(json.dumps(moe_json(moe_advice), indent=2))
+        else:
+            _print_moe(moe_advice)
+    elif as_json:
         typer.echo(json.dumps(advice_json(advice), indent=2))
     else:
         _print(advice)
+
+
+def moe_json(advice: MoeAdvice) -> dict[str, Any]:
+    """A mixture-of-experts answer: the preset, the layout, memory in GiB per GPU, the estimate, the command."""
+    preset, shape = advice.preset, advice.preset.shape
+    return {
+        "model": {"name": preset.name, "torchtitan": {"module": preset.module, "config": preset.config,
+                                                      "flavor": preset.flavor},
+                  "params": shape.params, "active_params": shape.active_params, **dataclasses.asdict(shape),
+                  "activation_checkpointing": preset.checkpointing},
+        "partition": dataclasses.asdict(advice.partition),
+        "seq_len": advice.seq_len,
+        "global_batch": {"sequences": advice.global_batch, "tokens": advice.global_batch * advice.seq_len},
+        "recommended": {"layout": dataclasses.asdict(advice.layout), "describe": advice.layout.describe(),
+                        "memory_gib": {**dataclasses.asdict(advice.memory), "total": advice.memory.total},
+                        "mfu_assumed": advice.mfu, "tokens_per_s": advice.tokens_per_s,
+                        "checkpoint_gb": advice.checkpoint_gb, "step_seconds": advice.step_seconds,
+                        "command": advice.command},
+    }
+
+
+def _print_moe(advice: MoeAdvice) -> None:
+    out = Console(soft_wrap=True, highlight=False, markup=False)
+    preset, shape, part, lay, m = advice.preset, advice.preset.shape, advice.partition, advice.layout, advice.memory
+    out.print(f"{preset.name}: {shape.params / 1e9:.1f}B parameters, {shape.active_params / 1e9:.2f}B active a token "
+              f"({shape.layers} layers, dim {shape.dim}, {shape.experts} experts, {shape.top_k} routed a token); "
+              f"torchtitan --module {preset.module} --config {preset.config}")
+    out.print(f"partition {part.name} of stack {part.stack}: {' or '.join(part.instance_types)}, "
+              f"{part.devices_per_node} x {part.accelerator} GPUs of {part.device_memory_gib:g} GiB per node")
+    ac = "full" if preset.checkpointing == "full" else "selective (counted as none: an upper bound)"
+    out.print(f"recommended: {lay.describe()} on {plural(lay.nodes, 'node')} ({plural(lay.devices, 'GPU')}), "
+              f"local batch {lay.micro_batch} x {lay.grad_accum} accumulation steps, activation checkpointing {ac}")
+    out.print(f"memory per GPU: {m.total:.1f} GiB of {part.device_memory_gib:g} (weights {m.weights:.1f}, "
+              f"gradients {m.gradients:.1f}, AdamW {m.optimizer:.1f}, activations {m.activations:.1f}, allowance "
+              f"{m.reserve:.1f}); expert parallelism places the experts among the FSDP ranks' shards: it changes "
+              "who holds an expert, not the bytes a GPU holds")
+    out.print(f"estimate: {advice.tokens_per_s:,.0f} tokens/s at the assumed {advice.mfu:.0%} MFU of the active "
+              f"parameters' FLOPs (a dense model's figure; torchtitan publishes none for MoE)")
+    out.print(f"render it (a checkpoint is {advice.checkpoint_gb} GB, a step about {advice.step_seconds} s; the image "
+              "must carry torchtitan 0.3.0: docs/jobs.md, torchtitan recipe):")
+    out.print(f"  {advice.command}")
 
 
 def advice_json(advice: Advice) -> dict[str, Any]:

@@ -11,8 +11,8 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from slurm.cli_backend import CliBackend
 from slurm.jobinfo import JobInfo
 from slurm.local.config import FAKE_GPUS
 from tests.conftest import require_module
+from tests.jobs.runs import image_python
 from tests.jobs.runs import log_events as events
 
 require_module("torch", "the `jobs` extra: pip install -e '.[jobs]'")
@@ -33,6 +34,8 @@ TRAIN = REPO / "jobs" / "train.py"
 ARGS = ["--steps", "160", "--checkpoint-every", "20", "--log-every", "1", "--seed", "7"]
 BACKEND = CliBackend()
 JOB_TIMEOUT_S = 240
+# The default images' torchrun (torch 2.9.0, tests/jobs/runs.py IMAGE_VENV), not the main venv's.
+TORCHRUN = Path(image_python()).parent / "torchrun"
 
 
 
@@ -45,9 +48,8 @@ def done_hash(text: str) -> str:
 def reference_hash(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The same training as a plain, uninterrupted torchrun on this machine, no Slurm."""
     ckpt = tmp_path_factory.mktemp("reference")
-    torchrun = Path(sys.executable).parent / "torchrun"
     result = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc-per-node=2", str(TRAIN), *ARGS, "--checkpoint-dir", str(ckpt)],
+        [str(TORCHRUN), "--standalone", "--nproc-per-node=2", str(TRAIN), *ARGS, "--checkpoint-dir", str(ckpt)],
         capture_output=True, text=True, timeout=JOB_TIMEOUT_S, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-2000:]
     return done_hash(result.stdout)
@@ -57,7 +59,8 @@ def submit_training(tmp_path: Path, name: str, max_requeues: int = 3) -> tuple[i
     state = tmp_path / "state"
     (state / "logs").mkdir(parents=True, exist_ok=True)
     script = tmp_path / f"{name}.sbatch"
-    script.write_text(render_job(local_target(state, cpus=os.cpu_count() or 1, gpus=FAKE_GPUS),
+    target = replace(local_target(state, cpus=os.cpu_count() or 1, gpus=FAKE_GPUS), torchrun=str(TORCHRUN))
+    script.write_text(render_job(target,
                                  [str(TRAIN), *ARGS], job_name=name, max_requeues=max_requeues))
     ckpt = tmp_path / "ckpt"
     job_id = client.submit(script, client.SubmitOptions(

@@ -11,14 +11,21 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.conftest import unavailable
+
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "jobs" / "train.py"
+# The torch the training images ship: the PyTorch DLC and the Neuron DLC of components/slinky/images.py are both
+# torch 2.9.0, and `make xla-venv` installs that torch (jobs/requirements-xla.txt, beside torch-xla) into a venv
+# of its own. jobs/train.py and the layout scripts run there under torchrun, so the layouts, stop and resume are
+# proven on the torch users run (tests/jobs/test_image_torch.py holds the pins together); the main venv's torch
+# (2.13.0, the torchtitan recipe's image's) runs the in-process tests.
+IMAGE_VENV = Path(os.environ.get("SLURM_EKS_XLA_VENV", REPO / ".venv-xla"))
 # Tiny, but with dropout (RNG state must resume) and gradient accumulation.
 TINY = ["--d-model", "32", "--n-heads", "2", "--n-layers", "2", "--seq-len", "16", "--vocab-size", "64",
         "--batch-size", "4", "--dropout", "0.1", "--grad-accum", "2", "--warmup-steps", "5",
@@ -49,15 +56,28 @@ def torchrun(
     on_event: Callable[[dict[str, object], subprocess.Popen[str]], None] | None = None,
     launcher_args: tuple[str, ...] = (),
     timeout: float = 60,
-    python: str = sys.executable,
+    python: str | None = None,
     nproc: int = 2,
     env: dict[str, str] | None = None,
 ) -> Run:
     """Run train.py with TINY + `flags` on `nproc` local workers; `on_event(event, proc)` sees each JSON line
-    as it is printed."""
-    cmd = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", *launcher_args,
+    as it is printed; `python`: the image's torch (image_python()) unless given."""
+    cmd = [*torchrun_command(python), "--standalone", f"--nproc_per_node={nproc}", *launcher_args,
            str(TRAIN), *TINY, *flags, "--checkpoint-dir", str(ckpt), "--stop-file", str(stop_file(ckpt))]  # fmt: skip
     return launch(cmd, on_event, timeout, env)
+
+
+def image_python() -> str:
+    """The python of the venv with the images' torch (IMAGE_VENV)."""
+    python = IMAGE_VENV / "bin" / "python"
+    if not python.is_file():
+        unavailable(f"{python} is missing: `make xla-venv` builds the venv with the images' torch (make test does)")
+    return str(python)
+
+
+def torchrun_command(python: str | None = None) -> list[str]:
+    """`python -m torch.distributed.run` on the images' torch unless `python` is given."""
+    return [python or image_python(), "-m", "torch.distributed.run"]
 
 
 def launch(
@@ -68,7 +88,9 @@ def launch(
 ) -> Run:
     """Run `cmd` (a torchrun command whose rank 0 prints JSON lines) in its own session, killed with its
     workers after `timeout` seconds."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **(env or {})}
+    # PYTHONPATH: the images' venv has no editable install of this checkout (jobs/ and tests/ import from it).
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": path, **(env or {})}
     # Own session, so a hung run is killed with its workers (torchrun does not take them down on SIGKILL).
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True

@@ -9,7 +9,6 @@ shared with other jobs (each start 40-100 s there, mostly imports), the in-proce
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -207,8 +206,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
 
 
 def test_every_layout_starts_from_the_same_weights_and_computes_the_same_step() -> None:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={NPROC}",
-           str(LAYOUTS_SCRIPT)]  # fmt: skip
+    cmd = [*runs.torchrun_command(), "--standalone", f"--nproc_per_node={NPROC}", str(LAYOUTS_SCRIPT)]
     run = runs.launch(cmd, timeout=600)
     assert run.rc == 0, run.stderr[-3000:]
     results = run.events

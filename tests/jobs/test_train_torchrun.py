@@ -33,11 +33,12 @@ def torchrun(
     mode: str = "ddp",
     on_event: Callable[[dict[str, object], subprocess.Popen[str]], None] | None = None,
     launcher_args: tuple[str, ...] = (),
+    python: str | None = None,
 ) -> Run:
-    """Two CPU workers over gloo in one of MODES."""
+    """Two CPU workers over gloo in one of MODES, on the images' torch unless `python` is given."""
     extra, steps, every = MODES[mode]
     flags = [*extra, "--steps", str(steps), "--checkpoint-every", str(every)]
-    return runs.torchrun(ckpt, flags, on_event=on_event, launcher_args=launcher_args)
+    return runs.torchrun(ckpt, flags, on_event=on_event, launcher_args=launcher_args, python=python)
 
 
 @cache
@@ -137,7 +138,11 @@ def test_signal_to_torchrun_is_forwarded_and_checkpointed(
     sig: signal.Signals, launcher_args: tuple[str, ...], tmp_path: Path
 ) -> None:
     ckpt = tmp_path / "ckpt"
-    run = torchrun(ckpt, on_event=once_at_step(2, lambda p: p.send_signal(sig)), launcher_args=launcher_args)
+    # --signals-to-handle is newer than the default image's torch 2.9 (its torchrun exits 2, "unrecognized
+    # arguments"): that case runs on the main venv's torch 2.13, the PyTorch 2.13 DLC's.
+    python = sys.executable if launcher_args else None
+    run = torchrun(ckpt, on_event=once_at_step(2, lambda p: p.send_signal(sig)), launcher_args=launcher_args,
+                   python=python)
     preempted = run.last("preempted")
     assert preempted["reasons"] == [sig.name]
     assert int(preempted["step"]) in complete_steps(ckpt)  # type: ignore[call-overload]
@@ -168,7 +173,7 @@ def test_time_based_stop_checks_agree_on_every_rank_and_change_nothing(
     extra, steps, every = MODES["ddp"]
     at = runs.TINY.index("--stop-check-every")
     tiny = [*runs.TINY[:at], *runs.TINY[at + 2:]]  # the flag and its value out: the default, time-based
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(runs.TRAIN),
+    cmd = [*runs.torchrun_command(), "--standalone", "--nproc_per_node=2", str(runs.TRAIN),
            *tiny, *extra, "--steps", str(steps), "--checkpoint-every", str(every), "--checkpoint-dir", str(ckpt),
            "--stop-file", str(stop_file(ckpt))]  # fmt: skip
     run = runs.launch(cmd)
