@@ -12,7 +12,7 @@ PIP_FLAGS := --quiet --no-cache-dir
 RUNTIME := $(VENV)/.installed-runtime
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: agent-image agent-lock deploy-lock setup setup-extras system-packages slurm xla-venv titan-venv plan test test-fast lint golden bench bench-gpu crds upstream mutate \
+.PHONY: agent-image agent-lock deploy-lock setup setup-extras system-packages slurm xla-venv titan-venv plan test test-fast lint golden bench bench-gpu bench-titan crds upstream mutate \
   clean mermaid
 
 # Debian packages the tests use: shellcheck (rendered job scripts), sssd-tools and sssd-ldap (`sssctl
@@ -168,6 +168,12 @@ bench: setup-extras
 MODEL ?= llama3-1b
 bench-gpu: setup-extras
 	$(BIN)/python benchmarks/bench_gpu.py --model $(MODEL)
+
+# torchtitan's MoE on every GPU of the machine (jobs/recipes/titan.py): tokens/s, peak memory, a stop and its resume.
+# Run with a python that has the CUDA torch and torchtitan (jobs/recipes/requirements-titan.txt).
+TITAN_PYTHON ?= python3
+bench-titan:
+	$(TITAN_PYTHON) benchmarks/bench_titan.py
 
 # The upstream CRD schemas, from the commits pinned in tools/crds.json, SHA-256 checked, into build/crds
 # (which the tests then read instead of ../shared/crds). Standard library only: no venv needed.

@@ -6,10 +6,10 @@ runs `jobs/train.py` under torchrun on every GPU of the machine (FSDP2 over them
 first `--warmup` logged intervals (compilation, allocator growth), and prints one JSON line: the device, the
 median tokens/s over the rest and the MFU against the device's dense bf16 peak (jobs/training/peaks.py) using the
 preset's FLOPs per token (jobs/training/presets.py: torchtitan's formula). Flags after `--` go to the entry
-point unchanged (`--tp 2`, `--compile`, ...). No checkpoints are written. Every worker builds and initialises the
-whole model in host memory first (so every layout starts from the same weights): 8B takes 32 GB per worker, more
-than 8 workers fit on most hosts; 1B is the default. Without a GPU, `--device cpu` runs the same plumbing on gloo and
-reports tokens/s with "mfu": null (the CPU has no peak to measure against).
+point unchanged (`--tp 2`, `--compile`, ...). No checkpoints are written. Every worker builds the model on the meta
+device and allocates and initialises its own shards only (jobs/training/materialize.py); 1B is the default. Without
+a GPU, `--device cpu` runs the same plumbing on gloo and reports tokens/s with "mfu": null (the CPU has no peak to
+measure against). torchtitan's mixture-of-experts: benchmarks/bench_titan.py.
 """
 
 from __future__ import annotations

@@ -121,3 +121,33 @@ print("seams hold")
 def test_the_recipe_meets_the_trainer_and_checkpointer_it_hooks() -> None:
     done = run_titan("-c", SEAMS)
     assert done.returncode == 0 and done.stdout.strip() == "seams hold", done.stderr[-2000:]
+
+
+ASSETS = """
+import json, sys
+from pathlib import Path
+from benchmarks.bench_titan import metrics, write_assets
+from torchtitan.components.tokenizer import HuggingFaceTokenizer
+from torchtitan.hf_datasets.text_datasets import DATASETS
+from torchtitan.tools.utils import Color
+tokenizer_dir, dataset_dir = write_assets(Path(sys.argv[1]), lines=300)
+tokenizer = HuggingFaceTokenizer(tokenizer_path=str(tokenizer_dir))
+ids = tokenizer.encode("expert router token", add_bos=True, add_eos=True)
+rows = DATASETS["c4_test"].loader(str(dataset_dir))
+c = Color()
+line = (f"{c.red}step: 12  {c.green}loss:  7.12345  {c.orange}grad_norm:  1.2345  {c.turquoise}memory: 12.34GiB"
+        f"(15.00%)  {c.blue}tps: 45,678  {c.cyan}tflops: 1.00  {c.magenta}mfu: N/A{c.reset}")
+print(json.dumps({"ids": ids, "vocab": tokenizer.get_vocab_size(), "rows": len(rows), "bos": tokenizer.bos_id,
+                  "word": DATASETS["c4_test"].sample_processor(rows[0]).split()[0], "metrics": metrics(line)}))
+"""
+
+
+def test_the_gpu_benchmarks_assets_are_what_torchtitan_reads(tmp_path: Path) -> None:
+    # benchmarks/bench_titan.py writes the tokenizer and dataset torchtitan's debug configs read from its source tree
+    done = run_titan("-c", ASSETS, str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["vocab"] <= 2048 and max(got["ids"]) < got["vocab"] and got["ids"][0] == got["bos"]
+    assert got["rows"] == 300 and got["word"] in {"expert", "router", "token", "layer", "shard", "gradient", "node",
+                                                  "slurm", "train", "batch", "mesh"}
+    assert got["metrics"] == [{"step": 12, "loss": 7.12345, "memory_gib": 12.34, "tps": 45678.0}]
