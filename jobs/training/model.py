@@ -19,6 +19,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.distributed.tensor import DTensor
 from torch.utils.checkpoint import checkpoint
 
 from jobs.training.config import ModelConfig
@@ -229,8 +230,17 @@ class Transformer(nn.Module):
             return h
         logits = self.output(h)
         if targets is None:
-            return logits
-        return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
+            # under tensor parallelism the logits are a DTensor sharded over the vocabulary: gather them
+            return logits.full_tensor() if isinstance(logits, DTensor) else logits
+        return self.cross_entropy(logits, targets)
+
+    @staticmethod
+    def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The mean cross-entropy in fp32. Vocabulary-sharded logits (tensor parallelism) are taken as they are,
+        inside loss_parallel (jobs/training/tensor_parallel.py loss_context): each rank reduces its shard and the
+        ranks all-reduce a max and a sum per token; the loss comes back replicated, as a plain tensor."""
+        loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
+        return loss.full_tensor() if isinstance(loss, DTensor) else loss
 
 
 def count_params(model: nn.Module) -> int:

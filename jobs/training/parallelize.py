@@ -23,13 +23,16 @@ from jobs.training.materialize import WholeValue, is_meta, materialize
 from jobs.training.mesh import ParallelDims, coordinate, submesh
 from jobs.training.model import Transformer
 from jobs.training.pipeline import Pipeline, build_pipeline, split_stage
-from jobs.training.tensor_parallel import apply_tp
+from jobs.training.tensor_parallel import apply_tp, loss_context
 
 
 @dataclass(frozen=True)
 class Parallelized:
     model: nn.Module  # what this rank trains: the whole model or its pipeline stage, DDP-wrapped or fully_shard-ed
     pipeline: Pipeline | None  # runs the steps when pp > 1
+    # what a micro-step's forward and backward run inside (loss_parallel under tensor parallelism; the pipeline
+    # enters it itself)
+    loss_context: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
 
 
 def parallelize(
@@ -58,6 +61,7 @@ def parallelize(
         return Parallelized(model.to(env.device), None)
     if dims.pp > 1:
         split_stage(model, coordinate(mesh, "pp"), dims.pp)
+    stage = model  # the Transformer (or its stage) before a wrapper: whether this rank has the output projection
     if dims.tp > 1:
         apply_tp(model, mesh["tp"])
     if compile_blocks:
@@ -94,8 +98,9 @@ def parallelize(
             materialize(model, env.device, seed, values)
         model.to(env.device)
         model = DistributedDataParallel(model, device_ids=[env.local_rank] if env.device.type == "cuda" else None)
-    pipeline = build_pipeline(model, mesh["pp"], env.device, n_microbatches) if dims.pp > 1 else None
-    return Parallelized(model, pipeline)
+    loss = loss_context(stage, dims.tp)
+    pipeline = build_pipeline(model, mesh["pp"], env.device, n_microbatches, loss) if dims.pp > 1 else None
+    return Parallelized(model, pipeline, loss)
 
 
 def settle_ddp_buckets(model: nn.Module, batch_size: int, seq_len: int, device: torch.device) -> None:

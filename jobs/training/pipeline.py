@@ -8,18 +8,20 @@ to stages in order, as evenly as possible, earlier stages taking the remainder; 
 `tok_embeddings`, the last `norm` and `output`.
 
 The schedule (torch/distributed/pipelining/schedules.py `Schedule1F1B`) runs the step's --grad-accum
-micro-batches; the last stage computes each one's loss, the model's own mean cross-entropy, and the schedule
+micro-batches; the last stage computes each one's loss, the model's own mean cross-entropy (Transformer.cross_entropy,
+vocabulary-sharded under tensor parallelism), and the schedule
 divides the summed gradients by their count (`scale_grads`), as gradient accumulation divides each loss.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from inspect import signature
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B
 from torch.nn import Module
@@ -46,9 +48,6 @@ def split_stage(model: Transformer, stage: int, n_stages: int) -> None:
         model.output = None
 
 
-def _loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """The loss Transformer.forward computes from its logits: fp32 mean cross-entropy."""
-    return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
 
 
 @dataclass(frozen=True)
@@ -57,6 +56,9 @@ class Pipeline:
     group: dist.ProcessGroup  # this rank's pp peers: one rank of each stage
     is_first: bool
     is_last: bool
+    # what the schedule's step runs in: loss_parallel on a last stage under tensor parallelism (the schedule runs
+    # the loss and the backward inside step)
+    loss_context: Callable[[], AbstractContextManager[object]] = nullcontext
 
     def step(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """Forward and backward of the micro-batches stacked in `inputs` and `targets` (the same on every stage
@@ -67,12 +69,13 @@ class Pipeline:
         keep = {"return_outputs": False} if "return_outputs" in signature(self.schedule.step).parameters else {}
         # Contiguous: torch 2.9's stage checks each micro-batch's strides against the first one's, and a batch
         # sliced from a longer one (tokens[:, :-1]) is not.
-        self.schedule.step(
-            *((inputs.contiguous(),) if self.is_first else ()),
-            target=targets.contiguous() if self.is_last else None,
-            losses=losses if self.is_last else None,
-            **keep,
-        )
+        with self.loss_context():
+            self.schedule.step(
+                *((inputs.contiguous(),) if self.is_first else ()),
+                target=targets.contiguous() if self.is_last else None,
+                losses=losses if self.is_last else None,
+                **keep,
+            )
         if not self.is_last:
             return torch.zeros((), device=inputs.device)
         return torch.stack(losses).mean().to(inputs.device)  # FSDP2 + PP can leave the loss on the CPU (torchtitan)
@@ -94,10 +97,12 @@ class _Stage(PipelineStage):
         return ops
 
 
-def build_pipeline(stage_module: Module, pp_mesh: DeviceMesh, device: torch.device, n_microbatches: int) -> Pipeline:
+def build_pipeline(stage_module: Module, pp_mesh: DeviceMesh, device: torch.device, n_microbatches: int,
+                   loss_context: Callable[[], AbstractContextManager[object]] = nullcontext) -> Pipeline:
     """The 1F1B schedule of this rank's stage (its index: the rank's pp coordinate). Shapes of what passes
     between stages are inferred from the first micro-batch."""
     stage_index, n_stages, group = pp_mesh.get_local_rank(), pp_mesh.size(), pp_mesh.get_group()
     stage = _Stage(stage_module, stage_index, n_stages, device, group=group)
-    schedule = Schedule1F1B(stage, n_microbatches=n_microbatches, loss_fn=_loss)
-    return Pipeline(schedule, group, is_first=stage_index == 0, is_last=stage_index == n_stages - 1)
+    schedule = Schedule1F1B(stage, n_microbatches=n_microbatches, loss_fn=Transformer.cross_entropy)
+    return Pipeline(schedule, group, is_first=stage_index == 0, is_last=stage_index == n_stages - 1,
+                    loss_context=loss_context)

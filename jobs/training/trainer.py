@@ -86,7 +86,7 @@ def make_train_step(
             loss_sum = torch.zeros((), device=device)
             for micro in range(cfg.grad_accum):
                 inputs, targets = (t.to(device, non_blocking=True) for t in loader.next())
-                with grad_sync_context(model, sync=micro == cfg.grad_accum - 1), autocast():
+                with grad_sync_context(model, sync=micro == cfg.grad_accum - 1), autocast(), par.loss_context():
                     loss = model(inputs, targets) / cfg.grad_accum
                     loss.backward()
                 loss_sum += loss.detach()

@@ -54,7 +54,8 @@ LAYER_PER_HEAD = 4  # SDPA's fp32 log-sum-exp, one per head
 LAYER_GATHERED_H = 4
 # Outside the layers, at the start of backward: the final norm's input and output (2 x 2h) and the loss in
 # fp32: the log-softmax cross_entropy keeps (4V), and as backward starts its gradient and the logits' (4V + 4V).
-# Not divided by tensor parallelism: the entry point gathers the logits (loss parallelism off).
+# The vocabulary part is divided by tensor parallelism: with loss parallelism (jobs/training/tensor_parallel.py,
+# torchtitan's default) each rank holds the logits of its V / t of the vocabulary, for the whole sequence.
 HEAD_WIDTH_H = 4
 HEAD_WIDTH_V = 12
 # Full activation checkpointing (torch.utils.checkpoint per layer, jobs/training/model.py) keeps each layer's
@@ -171,7 +172,7 @@ def memory(shape: ModelShape, layout: Layout, seq_len: int, device_gib: float) -
         kept = in_flight * layers * tokens * CHECKPOINTED_WIDTH_H * shape.dim / t + layer
     else:
         kept = in_flight * layers * layer
-    head = tokens * (HEAD_WIDTH_H * shape.dim + HEAD_WIDTH_V * shape.vocab_size)
+    head = tokens * (HEAD_WIDTH_H * shape.dim + HEAD_WIDTH_V * shape.vocab_size / t)
     return Memory(
         weights=weights / GIB,
         gradients=gradients / GIB,

@@ -200,7 +200,8 @@ def _print(advice: Advice) -> None:
               "parameter in fp32, divided by the FSDP shard, plus bf16 compute copies; activations of a layer "
               f"{LAYER_WIDTH_H}h + {LAYER_WIDTH_F}f + {LAYER_PER_HEAD}a bytes a token, all but {LAYER_GATHERED_H}h "
               "divided by TP, its input alone with AC (activation checkpointing), and the loss "
-              f"{HEAD_WIDTH_H}h + {HEAD_WIDTH_V}V; allowance {RUNTIME_GIB:g} GiB + {FRAGMENTATION:.0%}")
+              f"{HEAD_WIDTH_H}h + {HEAD_WIDTH_V}V/TP (loss parallelism); allowance {RUNTIME_GIB:g} GiB + "
+              f"{FRAGMENTATION:.0%}")
     out.print(f"host memory: {advice.chosen.host_gib:.0f} GiB per node of the {part.host_memory_gib:.0f} Slurm gives a "
               f"job there ({HOST_RUNTIME_GIB:g} GiB a rank, and each rank's checkpoint staged by dcp.async_save; the "
               "model is built on the meta device, so no rank holds more than its shards)")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch.distributed.tensor import DTensor
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -61,6 +62,11 @@ def main() -> None:
         par = parallelize(deferred, env, dims, mesh, activation_checkpointing=ac, compile_blocks=False,
                           n_microbatches=MICRO_BATCHES)  # fmt: skip
         digest = params_sha256(par.model, env.cpu_group, hashes=first_of_stage(mesh))
+        widths: list[int] = []  # the vocabulary width of the logits this rank holds (loss parallelism: V / tp)
+        output = getattr(getattr(par.model, "module", par.model), "output", None)
+        if output is not None:
+            output.register_forward_hook(lambda _m, _i, out, seen=widths: seen.append(
+                (out.to_local() if isinstance(out, DTensor) else out).shape[-1]))
         rows = GLOBAL_BATCH // dims.dp
         mine = batch[dp_rank(mesh, dims) * rows :][:rows]
         if par.pipeline is not None:
@@ -68,16 +74,19 @@ def main() -> None:
         else:
             loss = torch.zeros(())
             for micro in mine.chunk(MICRO_BATCHES):
-                part = par.model(micro[:, :-1], micro[:, 1:]) / MICRO_BATCHES
-                part.backward()
+                with par.loss_context():
+                    part = par.model(micro[:, :-1], micro[:, 1:]) / MICRO_BATCHES
+                    part.backward()
                 loss += part.detach()
         dist.all_reduce(loss)  # the last stages' losses (0 elsewhere), each tensor-parallel rank's the same
+        width = torch.tensor(max(widths, default=0))
+        dist.all_reduce(width, op=dist.ReduceOp.MAX)  # under PP only the last stage has logits
         norm = clip_grad_norm_(par.model.parameters(), math.inf, par.pipeline.group if par.pipeline else None)
         if env.is_main:
             print(json.dumps({
                 "layout": name, "described": dims.describe(), "same_digest": digest == expected_digest,
                 "loss": loss.item() / (env.world_size / dims.pp), "expected_loss": expected_loss,
-                "grad_norm": norm.item(), "expected_grad_norm": expected_norm.item(),
+                "grad_norm": norm.item(), "expected_grad_norm": expected_norm.item(), "logits_width": width.item(),
             }), flush=True)  # fmt: skip
     dist.destroy_process_group()
 

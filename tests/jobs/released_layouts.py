@@ -33,7 +33,7 @@ def main(directory: Path, seq: int) -> None:
         par = parallelize(model, env, dims, build_mesh(dims, "cpu"), activation_checkpointing=False,
                           compile_blocks=False, n_microbatches=1, values=weights)  # fmt: skip
         weights.close()
-        with torch.no_grad():
+        with torch.no_grad(), par.loss_context():
             loss = par.model(batch[:, :-1], batch[:, 1:])  # every rank the same batch: the loss is the whole model's
         if env.is_main:
             print(json.dumps({"layout": name, "loss": loss.item()}), flush=True)

@@ -213,6 +213,8 @@ def test_every_layout_starts_from_the_same_weights_and_computes_the_same_step() 
     assert len(results) == 9
     assert [str(r["layout"]).split(",")[0] for r in results] == [r["described"] for r in results]
     for r in results:
+        # loss parallelism: under TP each rank holds the logits of its V / tp of the vocabulary, never all of it
+        assert r["logits_width"] == SHAPE.vocab_size // (2 if "tp=2" in r["layout"] else 1), r
         assert r["same_digest"], r
         assert abs(r["loss"] - r["expected_loss"]) <= LOSS_TOL, r
         assert abs(r["grad_norm"] - r["expected_grad_norm"]) <= LOSS_TOL, r
