@@ -65,6 +65,7 @@ class TrainConfig:
     stop_check_every: int | None  # None: about every STOP_CHECK_SECONDS (jobs/training/cadence.py)
     log_every: int
     init_from: Path | None = None  # released weights (jobs/training/released.py); None: torchtitan's init
+    ac_every: int = 1  # with activation_checkpointing: every N-th layer (1: every layer)
 
 
 def _positive_int(text: str) -> int:
@@ -156,7 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
                      "micro-batches)")  # fmt: skip
     par.add_argument("--dp-replicate", type=_positive_int, default=1, help="HSDP: replicas, each sharded over "
                      "dp_shard ranks")  # fmt: skip
-    par.add_argument("--activation-checkpointing", action="store_true")
+    par.add_argument("--activation-checkpointing", action="store_true",
+                     help="recompute the layers' activations in backward instead of keeping them")
+    par.add_argument("--ac-every", type=_positive_int, default=1, metavar="N",
+                     help="with --activation-checkpointing, only every N-th layer (torchtitan's layer-level "
+                          "selective checkpointing; default 1: every layer)")
     par.add_argument("--compile", action="store_true", help="torch.compile each transformer block")
     ckpt = p.add_argument_group("checkpoints and preemption")
     ckpt.add_argument(
@@ -232,6 +237,9 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
     if args.device == "xla" and max(args.tp, args.pp, args.dp_replicate) > 1:
         parser.error("--tp, --pp and --dp-replicate are for CUDA and the CPU: on --device xla jobs/train.py is data "
                      "parallel only (NxD Training has tensor and pipeline parallelism)")  # fmt: skip
+    if args.ac_every > 1 and not args.activation_checkpointing:
+        parser.error(f"--ac-every {args.ac_every} chooses which layers --activation-checkpointing recomputes: add "
+                     "--activation-checkpointing, or drop --ac-every")
     if args.data is not None and not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     model = ModelConfig(_model_shape(parser, args), args.seq_len, args.dropout, args.model or "custom")

@@ -140,8 +140,11 @@ class Transformer(nn.Module):
         half = shape.head_dim // 2
         self.register_buffer("rope_cos", torch.empty(cfg.seq_len, half), persistent=False)
         self.register_buffer("rope_sin", torch.empty(cfg.seq_len, half), persistent=False)
-        # Recompute each layer's activations in backward instead of storing them (set by parallelize).
+        # Recompute layers' activations in backward instead of storing them (set by parallelize): every
+        # `ac_every`-th layer (1: every layer, full checkpointing; N: torchtitan's layer-level selective
+        # checkpointing, `selective_ac_option` N), counted by the layer's id in the whole model.
         self.activation_checkpointing = False
+        self.ac_every = 1
         self.init_weights(seed)
 
     @torch.no_grad()
@@ -220,8 +223,8 @@ class Transformer(nn.Module):
             raise ValueError(f"sequence of {t} tokens exceeds seq_len {self.cfg.seq_len}")
         cos, sin = self.rope_cos, self.rope_sin
         h = self.tok_embeddings(idx) if self.tok_embeddings is not None else idx
-        for layer in self.layers.values():
-            if self.activation_checkpointing:
+        for key, layer in self.layers.items():
+            if self.activation_checkpointing and (int(key) + 1) % self.ac_every == 0:
                 h = checkpoint(layer, h, cos, sin, use_reentrant=False)
             else:
                 h = layer(h, cos, sin)

@@ -42,6 +42,7 @@ def parallelize(
     mesh: DeviceMesh | None,
     *,
     activation_checkpointing: bool,
+    ac_every: int = 1,
     compile_blocks: bool,
     n_microbatches: int,
     seed: int = 0,
@@ -53,7 +54,7 @@ def parallelize(
     A model on the meta device (build it under `torch.device("meta")`) is laid out first and then made real,
     each rank allocating and initialising only what it holds (jobs/training/materialize.py), from `values` (released
     weights) when given; a real model is laid out as it is."""
-    model.activation_checkpointing = activation_checkpointing
+    model.activation_checkpointing, model.ac_every = activation_checkpointing, ac_every
     deferred = is_meta(model)
     if mesh is None:
         if deferred:

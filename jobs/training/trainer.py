@@ -178,6 +178,7 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
     weights = ReleasedWeights(read_release(cfg.init_from)) if cfg.init_from is not None else None
     try:
         par = parallelize(net, env, dims, mesh, activation_checkpointing=cfg.activation_checkpointing,
+                          ac_every=cfg.ac_every,
                           compile_blocks=cfg.compile, n_microbatches=cfg.grad_accum, seed=cfg.seed,
                           values=weights)  # fmt: skip
     finally:

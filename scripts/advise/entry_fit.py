@@ -18,7 +18,7 @@ from scripts.advise.hardware import Partition
 from scripts.advise.memory import Layout, Memory, host_memory_gib, memory
 
 # jobs/train.py's defaults for the flags read here (jobs/training/config.py build_parser).
-TRAIN_DEFAULTS = {"seq_len": 128, "batch_size": 8, "grad_accum": 1, "tp": 1, "pp": 1, "dp_replicate": 1}
+TRAIN_DEFAULTS = {"seq_len": 128, "batch_size": 8, "grad_accum": 1, "tp": 1, "pp": 1, "dp_replicate": 1, "ac_every": 1}
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,19 @@ class EntryFit:
         m, layout = self.memory, self.layout
         what = (f"jobs/train.py --model {self.model} as {layout.describe()} on {layout.nodes} node(s), micro-batch "
                 f"{layout.micro_batch} of {self.seq_len} tokens"
-                f"{', activation checkpointing' if layout.activation_checkpointing else ''}")  # fmt: skip
+                f"{_checkpointing(layout)}")  # fmt: skip
         if m.total > self.device_gib:
             return (f"{what} needs {m.total:.1f} GiB per {device_word} of {self.device_gib:g} (model state "
                     f"{m.weights + m.gradients + m.optimizer:.1f}, activations {m.activations:.1f}, allowance "
                     f"{m.reserve:.1f}; scripts/advise/memory.py)")  # fmt: skip
         return f"{what} needs {self.host_gib:.0f} GiB of host memory per node of the {self.node_host_gib:.0f} there"
+
+
+def _checkpointing(layout: Layout) -> str:
+    if not layout.activation_checkpointing:
+        return ""
+    every = f" of every {layout.ac_every}th layer" if layout.ac_every > 1 else ""
+    return f", activation checkpointing{every}"
 
 
 def _flags(entry: list[str]) -> argparse.Namespace:
@@ -83,7 +90,8 @@ def entry_fit(partition: Partition, entry: list[str], nodes: int) -> EntryFit | 
     else:
         layout = Layout(nodes, "FSDP", dp_shard=dp, dp_replicate=1, tp=flags.tp, pp=flags.pp)
     layout = Layout(**{**layout.__dict__, "micro_batch": flags.batch_size, "grad_accum": flags.grad_accum,
-                       "activation_checkpointing": flags.activation_checkpointing})  # fmt: skip
+                       "activation_checkpointing": flags.activation_checkpointing,
+                       "ac_every": flags.ac_every})  # fmt: skip
     shape = PRESETS[flags.model]
     device = partition.device_memory_gib
     return EntryFit(flags.model, layout, memory(shape, layout, flags.seq_len, device), device,

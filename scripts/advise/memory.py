@@ -60,7 +60,9 @@ HEAD_WIDTH_H = 4
 HEAD_WIDTH_V = 12
 # Full activation checkpointing (torch.utils.checkpoint per layer, jobs/training/model.py) keeps each layer's
 # input, 2h per token (sequence-sharded under tensor parallelism), and rebuilds one layer's set during its
-# backward (Korthikanti Table 2, "full recompute": 2sbhL).
+# backward (Korthikanti Table 2, "full recompute": 2sbhL). With --ac-every N only every N-th layer is recomputed
+# (torchtitan's layer-level selective checkpointing); the others keep their whole set.
+# tests/advise/test_memory_measured.py holds these widths to the tensors autograd saves for a real layer.
 CHECKPOINTED_WIDTH_H = 2
 
 # --- what the runtime keeps ---------------------------------------------------------------------------------
@@ -86,6 +88,7 @@ class Layout:
     micro_batch: int = 1  # sequences per data-parallel replica per micro-step
     grad_accum: int = 1  # micro-steps per optimizer step; with pp > 1, the pipeline's micro-batches
     activation_checkpointing: bool = False
+    ac_every: int = 1  # with checkpointing, every N-th layer (jobs/train.py --ac-every; 1: every layer)
 
     @property
     def dp(self) -> int:
@@ -169,7 +172,10 @@ def memory(shape: ModelShape, layout: Layout, seq_len: int, device_gib: float) -
     in_flight = min(layout.pp, layout.grad_accum)
     layer = layer_activation_bytes(shape, tokens, t)
     if layout.activation_checkpointing:
-        kept = in_flight * layers * tokens * CHECKPOINTED_WIDTH_H * shape.dim / t + layer
+        # every ac_every-th layer keeps its input only (the heaviest stage: the fewest of its layers recomputed)
+        recomputed = layers // layout.ac_every
+        kept = in_flight * (recomputed * tokens * CHECKPOINTED_WIDTH_H * shape.dim / t
+                            + (layers - recomputed) * layer) + layer
     else:
         kept = in_flight * layers * layer
     head = tokens * (HEAD_WIDTH_H * shape.dim + HEAD_WIDTH_V * shape.vocab_size / t)

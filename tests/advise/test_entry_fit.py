@@ -45,6 +45,17 @@ def test_host_memory_counts_too() -> None:
     assert "GiB of host memory per node of the 16 there" in starved.problem("GPU")
 
 
+def test_checkpointing_every_nth_layer_is_counted() -> None:
+    config, _ = load_stack("prod")
+    part = partition_hardware(config, "prod", "gpu-h100")
+    one_node = [*H100_8B, "--fsdp", "--activation-checkpointing"]
+    full, every4 = entry_fit(part, one_node, 1), entry_fit(part, [*one_node, "--ac-every", "4"], 1)
+    plain = entry_fit(part, [*H100_8B, "--fsdp"], 1)
+    assert full is not None and every4 is not None and plain is not None
+    assert full.memory.activations < every4.memory.activations < plain.memory.activations
+    assert every4.layout.ac_every == 4 and ", activation checkpointing of every 4th layer" in every4.problem("GPU")
+
+
 @pytest.mark.parametrize("entry", [
     ["jobs/train.py", "--d-model", "4096"],  # a custom shape: the entry point's own check
     ["jobs/recipes/hf_finetune.py", "--model", "llama3-8b"],  # not jobs/train.py

@@ -250,13 +250,14 @@ def test_dropout_acts_in_training_only() -> None:
 
 def test_activation_checkpointing_gives_the_same_gradients() -> None:
     grads = []
-    for ac in (False, True):
+    for ac, every in ((False, 1), (True, 1), (True, 2)):  # none, every layer, every second layer
+        torch.manual_seed(3)
         model = build(SMALL.shape, dropout=0.2)
-        model.activation_checkpointing = ac
+        model.activation_checkpointing, model.ac_every = ac, every
         idx = torch.randint(0, 50, (2, 12))
         model(idx, idx).backward()
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
-    assert torch.equal(grads[0], grads[1])  # dropout masks replayed from the saved RNG state
+    assert torch.equal(grads[0], grads[1]) and torch.equal(grads[0], grads[2])  # dropout masks replayed
 
 
 # --- flags -----------------------------------------------------------------------------------------------
@@ -290,6 +291,7 @@ def test_a_custom_shape_and_its_defaults() -> None:
         (["--model", "llama3-9b"], "invalid choice: 'llama3-9b'"),
         (["--n-heads", "4", "--n-kv-heads", "3"], "n_heads 4 is not divisible by n_kv_heads 3"),
         (["--d-model", "12", "--n-heads", "4"], "head dim 3 is odd"),
+        (["--ac-every", "2"], "--ac-every 2 chooses which layers --activation-checkpointing recomputes"),
     ],
 )
 def test_bad_model_flags(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
