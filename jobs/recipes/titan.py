@@ -126,6 +126,7 @@ def describe(config: Any) -> dict[str, object]:
         "steps": config.training.steps, "seq_len": config.training.seq_len,
         "local_batch_size": config.training.local_batch_size,
         "activation_checkpoint": type(config.activation_checkpoint).__qualname__.split(".")[0],
+        "checkpoint_enabled": config.checkpoint.enable,
         "checkpoint_folder": os.path.join(config.dump_folder, config.checkpoint.folder),
         "checkpoint_interval": config.checkpoint.interval,
     }

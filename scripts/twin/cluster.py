@@ -66,6 +66,14 @@ IRSA_TOKEN_DIR = "/var/run/secrets/eks.amazonaws.com/serviceaccount"
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
+def training_torchrun() -> Path:
+    """The torchrun the twin's jobs run: the venv of the torch the default training images ship (torch 2.9.0 in
+    .venv-xla, `make xla-venv`: jobs/requirements-xla.txt), so a job on the twin runs what it runs on the cluster;
+    this repository's own venv (another torch) only where that venv was not built."""
+    image = REPO / ".venv-xla" / "bin" / "torchrun"
+    return image if image.exists() else REPO / ".venv" / "bin" / "torchrun"
+
+
 @dataclass
 class TwinPod:
     """A pod (running once started) and what the policies see of it."""
@@ -378,10 +386,10 @@ class Twin:
         pyxis = [("/usr/share/pyxis/pyxis.conf", pyxis_conf), ("/usr/lib/slurm-eks-twin/spank_pyxis.so", pyxis_so),
                  ("/usr/bin/enroot", standins / "enroot")]
         devices = [(f"/usr/bin/{tool}", standins / "devices") for tool in ("nvidia-smi", "fi_info", "neuron-ls")]
-        # The training image's launcher, which pyxis's container would have on PATH: the project's torch.
+        # The training image's launcher, which pyxis's container would have on PATH: the images' torch.
         torchrun = self.state / "standins" / "torchrun"
-        torchrun.write_text(f"#!/bin/sh\n# The twin's training environment: this repository's venv.\n"
-                            f"exec {REPO / '.venv' / 'bin' / 'torchrun'} \"$@\"\n")
+        torchrun.write_text(f"#!/bin/sh\n# The twin's training environment: the torch the images ship.\n"
+                            f"exec {training_torchrun()} \"$@\"\n")
         torchrun.chmod(0o755)
         cli = self.state / "standins" / "slurm-eks"
         cli.write_text(f"#!/bin/sh\n# The job tooling on the login image: this repository's CLI.\n"

@@ -85,7 +85,7 @@ def test_the_advised_flags_resolve_to_the_advised_layout(tmp_path: Path) -> None
     assert start["parallelism"] == {"dp_replicate": 1, "dp_shard": 248, "tp": 1, "pp": 1, "cp": 1, "ep": 8}
     assert (start["seq_len"], start["local_batch_size"]) == (4096, 1)
     assert start["activation_checkpoint"] == "FullAC"  # the subcommand at the end took
-    assert start["checkpoint_folder"] == str(tmp_path / "checkpoint")
+    assert start["checkpoint_folder"] == str(tmp_path / "checkpoint") and start["checkpoint_enabled"] is True
     assert (start["params"], start["active_params"]) == (preset.shape.params, preset.shape.active_params)
 
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from functools import cache
 from pathlib import Path
 
 import pytest
 
-from scripts.twin.cluster import Twin
+from scripts.twin.cluster import Twin, training_torchrun
 from tests.twin.conftest import STATE_ROOT, USERS
 from tests.twin.researcher import REPO, TRAIN, Researcher, admin, events, wait_for
 
@@ -45,7 +44,7 @@ def reference_hash(world_size: int, args: tuple[str, ...]) -> str:
     directory = STATE_ROOT / f"reference-{world_size}-{len(args)}-{args[1]}"
     shutil.rmtree(directory, ignore_errors=True)  # a run left there would be resumed, not repeated
     result = subprocess.run(
-        [str(Path(sys.executable).parent / "torchrun"), "--standalone", f"--nproc-per-node={world_size}",
+        [str(training_torchrun()), "--standalone", f"--nproc-per-node={world_size}",
          str(TRAIN), *args, "--checkpoint-dir", str(directory)],
         capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-3000:]
