@@ -72,6 +72,12 @@ def gpu_count() -> int:
     return len(out.stdout.strip().splitlines())
 
 
+def gpu_name() -> str:
+    """The first GPU's name (gpu_count has made sure there is one)."""
+    out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True)
+    return out.stdout.splitlines()[0].strip()
+
+
 def run(flags: list[str], job: Path, stop_at: int | None, gpus: int) -> str:
     """One torchrun of the recipe; with `stop_at`, touch the stop file once that step is logged."""
     stop_file = job.parent / "STOP"
@@ -114,8 +120,7 @@ def main() -> None:
     starts = [int(s) for s in STARTS.findall(second)]
     print(json.dumps({
         "config": f"{args.module}/{args.config}", "gpus": gpus,
-        "device": subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                                 text=True).stdout.splitlines()[0].strip(),
+        "device": gpu_name(),
         "tokens_per_s_per_gpu": statistics.median(rates) if rates else None,
         "peak_reserved_gib": max((m["memory_gib"] for m in steps), default=None),
         "preempted_step": preempted["step"], "resumed_from": starts[0] - 1 if starts else None,
