@@ -89,7 +89,7 @@ def bench_step(cfg: TrainConfig, warmup: int, iters: int, repeats: int) -> dict[
         scheduler = build_scheduler(optimizer, cfg.warmup_steps, cfg.steps, cfg.min_lr_ratio)
         tokens = SyntheticTokens(cfg.model.shape.vocab_size, cfg.seed)
         loader = BatchLoader(tokens, cfg.batch_size, cfg.model.seq_len, 0, 1)
-        entry_step = make_train_step(par, optimizer, scheduler, loader, cfg, env.device)
+        entry_step = make_train_step(par, optimizer, scheduler, loader, cfg, env)
 
         torch.manual_seed(cfg.seed)
         bare_model = Transformer(cfg.model).to(env.device)

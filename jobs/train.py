@@ -1,8 +1,9 @@
 """Resumable Llama-style decoder training under torchrun: `torchrun ... jobs/train.py [flags]` (`--help` lists them).
 
 DDP by default, FSDP2 with `--fsdp` (HSDP with `--dp-replicate`, tensor and pipeline parallelism with `--tp`
-and `--pp`: jobs/training/mesh.py), torch-xla data parallelism on Trainium with `--device xla`
-(jobs/training/xla.py); DCP checkpoints (XLA: `xm.save`) every `--checkpoint-every` steps into
+and `--pp`: jobs/training/mesh.py), on GPUs, the CPU, or Trainium2/3 through TorchNeuron with `--device neuron`
+(jobs/training/neuron.py: the same layouts); torch-xla data parallelism on trn1 with `--device xla` (the legacy
+path, jobs/training/xla.py); DCP checkpoints (XLA: `xm.save`) every `--checkpoint-every` steps into
 `<checkpoint-dir>/step-<n>/` (complete once DCP's `.metadata` exists; the latest `--keep-checkpoints` are
 kept); on start it resumes from the newest complete one, so an interrupted run ends bit-for-bit where an
 uninterrupted one would (on CPU, same world size). Rank 0 prints JSON lines; the last is
@@ -52,11 +53,16 @@ if __package__ in (None, ""):  # run as a script (torchrun jobs/train.py): make 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jobs.training.config import parse_args
+from jobs.training.neuron import NeuronUnavailable
 from jobs.training.trainer import train
 
 
 def main(argv: list[str] | None = None) -> int:
-    train(parse_args(argv))
+    try:
+        train(parse_args(argv))
+    except NeuronUnavailable as error:  # the wrong image for the device asked for: say so, no traceback
+        print(f"train.py: error: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

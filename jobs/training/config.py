@@ -16,8 +16,8 @@ from jobs.training.released import ReleaseError, read_release
 
 STOP_FILE_ENV = "SLURM_EKS_STOP_FILE"
 CHECKPOINT_DIR_ENV = "SLURM_EKS_CHECKPOINT_DIR"  # set by the rendered sbatch scripts (jobs/templates)
-DEVICE_ENV = "SLURM_EKS_DEVICE"  # "xla" from the Neuron job script
-DEVICE_KINDS = ("auto", "cuda", "xla", "cpu")  # auto: CUDA when present, else the CPU
+DEVICE_ENV = "SLURM_EKS_DEVICE"  # "neuron" (or the legacy "xla") from the Neuron job script
+DEVICE_KINDS = ("auto", "cuda", "neuron", "xla", "cpu")  # auto: CUDA when present, else the CPU
 
 
 # Shape flags without --model: their defaults (None: derived, see the flags' help). With --model, any of them
@@ -147,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--device",
         choices=DEVICE_KINDS,
         default=os.environ.get(DEVICE_ENV) or "auto",
-        help=f"xla: Trainium through torch-xla (default: ${DEVICE_ENV}, else auto)",
+        help=f"neuron: Trainium2/3 through TorchNeuron (torch-neuronx 2.13+, Neuron 2.33+); xla: the legacy "
+        f"torch-xla path (trn1, images before Neuron 2.30; data parallel only) (default: ${DEVICE_ENV}, else auto)",
     )
     par.add_argument("--fsdp", action="store_true", help="FSDP2 fully_shard over dp_shard instead of DDP (dp_shard = "
                      "world size / (pp x dp-replicate x tp); needed by --tp, --pp and --dp-replicate)")  # fmt: skip
@@ -232,11 +233,11 @@ def parse_args(argv: Sequence[str] | None = None) -> TrainConfig:
         parser.error(f"--warmup-steps {args.warmup_steps} must be < --steps {args.steps}")
     if args.device == "xla" and (args.fsdp or args.compile):
         flag = "--fsdp" if args.fsdp else "--compile"
-        parser.error(f"{flag} is for CUDA and the CPU; on --device xla data parallelism is xm's all-reduce and "
-                     "XLA compiles each step's graph already: drop the flag")
+        parser.error(f"{flag} is for CUDA, Neuron and the CPU; on --device xla data parallelism is xm's all-reduce "
+                     "and XLA compiles each step's graph already: drop the flag (or use --device neuron on trn2/trn3)")
     if args.device == "xla" and max(args.tp, args.pp, args.dp_replicate) > 1:
-        parser.error("--tp, --pp and --dp-replicate are for CUDA and the CPU: on --device xla jobs/train.py is data "
-                     "parallel only (NxD Training has tensor and pipeline parallelism)")  # fmt: skip
+        parser.error("--tp, --pp and --dp-replicate are for CUDA, Neuron and the CPU: on --device xla (the legacy "
+                     "path) jobs/train.py is data parallel only; --device neuron (TorchNeuron, trn2/trn3) has them")
     if args.ac_every > 1 and not args.activation_checkpointing:
         parser.error(f"--ac-every {args.ac_every} chooses which layers --activation-checkpointing recomputes: add "
                      "--activation-checkpointing, or drop --ac-every")

@@ -1,5 +1,6 @@
 """Process group setup from torchrun's environment (or a one-process group without torchrun), per device
-kind: CUDA (NCCL, with gloo for CPU tensors), XLA (Trainium through torch-xla) or the CPU (gloo)."""
+kind: CUDA (NCCL, with gloo for CPU tensors), Neuron (Trainium2/3 through TorchNeuron, jobs/training/neuron.py),
+XLA (trn1 through the legacy torch-xla, jobs/training/xla.py) or the CPU (gloo)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ class DistEnv:
     local_rank: int
     world_size: int
     device: torch.device
+    # The runtime the trainer was asked for: "cuda", "neuron", "xla" or "cpu". Usually the device's type; not
+    # with a stand-in (tests/standins/torch_neuronx), whose Neuron backend serves CPU tensors: the choices
+    # below key on the kind, so the stand-in runs the Neuron code path.
+    kind: str = "cpu"
     # gloo group for small CPU-side agreements (stop requests, async checkpoint planning): a CPU tensor on
     # it never waits for the accelerator's queue. None: the default group has a CPU backend already.
     cpu_group: dist.ProcessGroup | None = None
@@ -27,7 +32,12 @@ class DistEnv:
 
     @property
     def is_xla(self) -> bool:
-        return self.device.type == "xla"
+        return self.kind == "xla"
+
+    @property
+    def accelerated(self) -> bool:
+        """On an accelerator that computes in bf16 (CUDA, Neuron), not the CPU."""
+        return self.kind in ("cuda", "neuron")
 
 
 def resolve_kind(kind: str) -> str:
@@ -37,8 +47,8 @@ def resolve_kind(kind: str) -> str:
 
 
 def init_distributed(kind: str = "auto", timeout: timedelta = timedelta(minutes=10)) -> DistEnv:
-    """NCCL for CUDA tensors (gloo alongside for CPU ones, which DCP's planning uses), the `xla` group on
-    XLA devices, gloo on the CPU."""
+    """NCCL for CUDA tensors (gloo alongside for CPU ones, which DCP's planning uses), the `neuron` backend for
+    Neuron tensors (gloo alongside), the `xla` group on XLA devices, gloo on the CPU."""
     kind = resolve_kind(kind)
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if kind == "xla":
@@ -46,8 +56,17 @@ def init_distributed(kind: str = "auto", timeout: timedelta = timedelta(minutes=
 
         device = xla.init_process_group(timeout)
         # The xla backend reduces XLA tensors only; stop requests and the like travel on gloo.
-        return DistEnv(dist.get_rank(), local_rank, dist.get_world_size(), device, dist.new_group(backend="gloo"))
-    if kind == "cuda":
+        return DistEnv(dist.get_rank(), local_rank, dist.get_world_size(), device, "xla",
+                       dist.new_group(backend="gloo"))
+    cpu_group = None
+    if kind == "neuron":
+        from jobs.training import neuron  # torch_neuronx is only in the TorchNeuron image
+
+        # The device is not touched before the group exists: the backend binds this process to its NeuronCore
+        # when the group starts (jobs/training/neuron.py).
+        device_type = neuron.device_type()
+        backend = neuron.process_group_backend(device_type)
+    elif kind == "cuda":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
         backend = "cpu:gloo,cuda:nccl"
@@ -64,7 +83,11 @@ def init_distributed(kind: str = "auto", timeout: timedelta = timedelta(minutes=
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
     else:  # plain `python train.py`: a one-rank group keeps every code path the same
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
-    return DistEnv(dist.get_rank(), local_rank, dist.get_world_size(), device)
+    if kind == "neuron":
+        device = neuron.device(device_type)
+        # Stop requests and the like on gloo, as on XLA: whatever the neuron backend does with CPU tensors.
+        cpu_group = dist.new_group(backend="gloo")
+    return DistEnv(dist.get_rank(), local_rank, dist.get_world_size(), device, kind, cpu_group)
 
 
 def all_ranks_max(values: list[int], env: DistEnv) -> list[int]:

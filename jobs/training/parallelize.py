@@ -22,8 +22,13 @@ from jobs.training.distributed import DistEnv
 from jobs.training.materialize import WholeValue, is_meta, materialize
 from jobs.training.mesh import ParallelDims, coordinate, submesh
 from jobs.training.model import Transformer
+from jobs.training.neuron import COMPILE_BACKEND as NEURON_COMPILE_BACKEND
 from jobs.training.pipeline import Pipeline, build_pipeline, split_stage
 from jobs.training.tensor_parallel import apply_tp, loss_context
+
+
+# torch.compile's backend per device kind (default: Inductor).
+COMPILE_BACKENDS = {"neuron": NEURON_COMPILE_BACKEND}
 
 
 @dataclass(frozen=True)
@@ -67,12 +72,15 @@ def parallelize(
         apply_tp(model, mesh["tp"])
     if compile_blocks:
         for block in model.layers.values():
-            block.compile()  # in place, per block (as torchtitan does): names unchanged, small graphs
+            # In place, per block (as torchtitan does): names unchanged, small graphs. On Neuron its own backend
+            # (no Inductor there; jobs/training/neuron.py).
+            block.compile(backend=COMPILE_BACKENDS.get(env.kind, "inductor"))
     if dims.fsdp:
-        # bf16 compute with fp32 gradient reduction on GPU; full fp32 on CPU (no fast bf16 matmuls there).
+        # bf16 compute with fp32 gradient reduction on accelerators (FSDP2's policy, as on GPUs, is what the
+        # Neuron docs name for mixed precision); full fp32 on CPU (no fast bf16 matmuls there).
         mp = (
             MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-            if env.device.type == "cuda"
+            if env.accelerated
             else MixedPrecisionPolicy()
         )
         # A 2-D ("dp_replicate", "dp_shard") mesh makes it HSDP. Under PP, keep the gathered weights between
@@ -104,7 +112,7 @@ def parallelize(
     return Parallelized(model, pipeline, loss)
 
 
-def settle_ddp_buckets(model: nn.Module, batch_size: int, seq_len: int, device: torch.device) -> None:
+def settle_ddp_buckets(model: nn.Module, batch_size: int, seq_len: int, env: DistEnv) -> None:
     """One throwaway forward and backward of a DDP model on a micro-batch of dummy tokens (gradients dropped,
     RNG untouched), so that every training step, the first of a fresh run and the first after a resume alike,
     all-reduces its gradients in the same bucket layout. Nothing for other wrappers.
@@ -118,9 +126,12 @@ def settle_ddp_buckets(model: nn.Module, batch_size: int, seq_len: int, device: 
     from the same step uninterrupted, and the final weights differed (torch 2.13, CPU, 3, 4 and 8 ranks)."""
     if not isinstance(model, DistributedDataParallel):
         return
+    device = env.device
     tokens = torch.zeros(batch_size, seq_len, dtype=torch.int64, device=device)
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # dropout draws nothing
-        with autocast_context(model, device)():
+    # Dropout draws nothing: the generators of the CPU and of the accelerator are put back.
+    accelerator = device.type if device.type != "cpu" else None
+    with torch.random.fork_rng(devices=[device] if accelerator else [], device_type=accelerator or "cuda"):
+        with autocast_context(model, env)():
             loss = model(tokens, tokens)
         loss.backward()  # synchronised: DDP records the ready order and rebuilds before the next forward
     model.zero_grad(set_to_none=True)
@@ -146,12 +157,14 @@ def clip_grad_norm_(
     return total
 
 
-def autocast_context(model: nn.Module, device: torch.device) -> Callable[[], AbstractContextManager[object]]:
-    """bf16 autocast for DDP on GPU and on XLA (Neuron's migration guide: autocast with device_type "xla",
-    fp32 master weights); FSDP2 already computes in bf16 through its MixedPrecisionPolicy."""
-    if device.type == "cuda" and isinstance(model, DistributedDataParallel):
-        return lambda: torch.autocast("cuda", dtype=torch.bfloat16)
-    if device.type == "xla":
+def autocast_context(model: nn.Module, env: DistEnv) -> Callable[[], AbstractContextManager[object]]:
+    """bf16 autocast for DDP on GPU and on Neuron (`torch.autocast(device_type="neuron")`, torch/index.html), and
+    on XLA (Neuron's migration guide: autocast with device_type "xla", fp32 master weights); FSDP2 already
+    computes in bf16 through its MixedPrecisionPolicy."""
+    device_type = env.device.type
+    if env.accelerated and isinstance(model, DistributedDataParallel):
+        return lambda: torch.autocast(device_type, dtype=torch.bfloat16)
+    if env.is_xla:
         return lambda: torch.autocast("xla", dtype=torch.bfloat16)
     return contextlib.nullcontext
 

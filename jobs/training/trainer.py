@@ -66,15 +66,16 @@ def make_train_step(
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     loader: BatchLoader,
     cfg: TrainConfig,
-    device: torch.device,
+    env: DistEnv,
 ) -> Callable[[], tuple[torch.Tensor, torch.Tensor]]:
     """One optimizer step over `cfg.grad_accum` micro-batches; returns (mean loss, grad norm) tensors, left on
     the device so the caller decides when to synchronise. Under PP the schedule runs the micro-batches, and
     only the last stage has the loss (0 on the others). On XLA the gradients are averaged over replicas
     before clipping (there is no DDP wrapper) and the step ends with a graph cut."""
     model, pipeline = par.model, par.pipeline
-    autocast = autocast_context(model, device)
-    xla = _xla() if device.type == "xla" else None
+    autocast = autocast_context(model, env)
+    device = env.device
+    xla = _xla() if env.is_xla else None
 
     def train_step() -> tuple[torch.Tensor, torch.Tensor]:
         if pipeline is not None:
@@ -187,7 +188,7 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
     model = par.model
     # Before the checkpoint is loaded, on every start: the step after a resume reduces like the same step of
     # an uninterrupted run (see settle_ddp_buckets).
-    settle_ddp_buckets(model, cfg.batch_size, cfg.model.seq_len, env.device)
+    settle_ddp_buckets(model, cfg.batch_size, cfg.model.seq_len, env)
     optimizer = build_optimizer(model, cfg.lr, cfg.weight_decay, env.device)
     scheduler = build_scheduler(optimizer, cfg.warmup_steps, cfg.steps, cfg.min_lr_ratio)
     # One replica's ranks (its tensor-parallel and pipeline peers) read the same batches.
@@ -210,6 +211,8 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
         steps=cfg.steps,
         world_size=env.world_size,
         device=str(env.device),
+        runtime=env.kind,
+        backend=str(dist.get_backend()),
         parallelism="xla-dp" if env.is_xla else dims.describe(),
         model=cfg.model.name,
         params=n_params,
@@ -219,7 +222,7 @@ def _train(cfg: TrainConfig, env: DistEnv) -> RunResult:
         host_peak_gib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),
     )
 
-    train_step = make_train_step(par, optimizer, scheduler, loader, cfg, env.device)
+    train_step = make_train_step(par, optimizer, scheduler, loader, cfg, env)
     meter = Throughput(
         cfg.batch_size * cfg.model.seq_len * cfg.grad_accum * dims.dp,
         flops,

@@ -1,0 +1,83 @@
+"""jobs/train.py on its Neuron code path (`--device neuron`, what the job script of a Trainium2/3 partition
+selects: TorchNeuron, jobs/training/neuron.py) under real torchrun on the images' torch, with the CPU stand-in of
+torch_neuronx (tests/standins): its `neuron` process-group backend carries every collective of a tensor x FSDP
+layout, and its `neuron` torch.compile backend compiles the blocks.
+
+What only a trn2 node shows (docs/trainium.md): the `neuron` device itself, its collectives over NeuronLink and
+EFA, the Neuron compiler, device memory, and DCP on Neuron tensors.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.jobs import runs
+from tests.jobs.runs import Run, once_at_step, stop_file
+
+pytestmark = pytest.mark.torch
+
+STANDINS = runs.REPO / "tests" / "standins"
+WITH_STANDIN = {"PYTHONPATH": os.pathsep.join((str(runs.REPO), str(STANDINS)))}
+LAYOUT = ["--fsdp", "--tp", "2", "--steps", "6", "--checkpoint-every", "4", "--warmup-steps", "2"]
+
+
+def neuron_run(ckpt: Path, flags: list[str], nproc: int = 4, env: dict[str, str] | None = None, **kwargs: object) -> Run:
+    return runs.torchrun(ckpt, ["--device", "neuron", *flags], nproc=nproc, env={**WITH_STANDIN, **(env or {})},
+                         timeout=300, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    run = neuron_run(tmp_path_factory.mktemp("reference") / "ckpt", LAYOUT)
+    assert run.rc == 0, run.stderr[-3000:]
+    return run
+
+
+def test_a_tensor_by_fsdp_layout_trains_on_the_neuron_code_path(reference: Run) -> None:
+    start = reference.last("start")
+    # The runtime asked for, the stand-in's neuron backend for the (CPU) tensors, the 2-D layout.
+    assert start["runtime"] == "neuron" and start["backend"] == "cpu:neuron", start
+    assert start["parallelism"] == "fsdp2 dp_shard=2 tp=2", start
+    losses = [float(e["loss"]) for e in reference.events if "loss" in e]  # type: ignore[arg-type]
+    assert losses[-1] < losses[0], losses
+
+
+def test_the_neuron_path_computes_in_bf16_like_an_accelerator_not_like_the_cpu(tmp_path: Path, reference: Run) -> None:
+    """Same flags on `--device cpu` (fp32 throughout) end elsewhere: the Neuron run took the accelerator's choices
+    (FSDP2's bf16 MixedPrecisionPolicy), not the CPU's."""
+    cpu = runs.torchrun(tmp_path / "cpu", ["--device", "cpu", *LAYOUT], nproc=4, timeout=300)
+    assert cpu.rc == 0, cpu.stderr[-3000:]
+    assert cpu.last("start")["backend"] == "gloo"
+    assert cpu.last("done")["params_sha256"] != reference.last("done")["params_sha256"]
+
+
+def test_a_stop_checkpoints_and_the_resume_ends_bit_for_bit_where_an_uninterrupted_run_does(
+    tmp_path: Path, reference: Run
+) -> None:
+    ckpt = tmp_path / "ckpt"
+    stopped = neuron_run(ckpt, LAYOUT, on_event=once_at_step(2, lambda _: stop_file(ckpt).touch()))
+    assert stopped.rc == 0 and stopped.last("preempted")["reasons"] == ["stop-file"], stopped.stderr[-3000:]
+    resumed = neuron_run(ckpt, LAYOUT)
+    assert resumed.rc == 0, resumed.stderr[-3000:]
+    assert resumed.last("resumed")["step"] == stopped.last("preempted")["step"]
+    assert resumed.last("done")["params_sha256"] == reference.last("done")["params_sha256"]
+
+
+def test_compile_goes_through_the_neuron_backend(tmp_path: Path) -> None:
+    run = neuron_run(tmp_path / "ckpt", ["--compile", "--steps", "3", "--warmup-steps", "1"], nproc=1,
+                     env={"SLURM_EKS_STANDIN_REPORT": "1"})
+    assert run.rc == 0, run.stderr[-3000:]
+    (report,) = [line for line in run.stderr.splitlines() if "torch_neuronx stand-in:" in line]
+    assert "'process_groups': 1" in report and "'compiled_graphs': 0" not in report, report
+
+
+def test_without_torchneuron_the_job_says_which_package_and_device_it_needs(tmp_path: Path) -> None:
+    run = runs.torchrun(tmp_path / "ckpt", ["--device", "neuron", "--steps", "2", "--warmup-steps", "1"], nproc=1,
+                        timeout=120)
+    # torchrun reports the worker's exit with a traceback of its own; the worker printed the error alone.
+    assert run.rc != 0 and "raise NeuronUnavailable" not in run.stderr, run.stderr[-3000:]
+    assert "train.py: error: --device neuron needs TorchNeuron (pip torch-neuronx 2.13/2.14" in run.stderr
+    assert "On trn1, or an image before Neuron 2.30, use --device xla" in run.stderr
