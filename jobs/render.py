@@ -23,6 +23,7 @@ from components.config.base import SlurmTime
 from components.config.cluster import ClusterConfig, Fsx
 from components.slinky.images import training_image
 from components.slinky.sizing import slurm_cpus
+from jobs.neuron_runtime import WHAT, NeuronRuntime, NeuronRuntimeError, check_runtime, default_runtime
 from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY, RECIPES, STOP_CHECK_SECONDS, stop_wait_seconds
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -80,6 +81,8 @@ class JobTarget:
     checkpoint_root: str
     stack: str | None = None
     max_nodes: int | None = None  # the partition's maxNodes; None: no limit known (the local cluster)
+    # Trainium only: TorchNeuron ("native") or the legacy torch-xla path (jobs/neuron_runtime.py)
+    neuron_runtime: NeuronRuntime | None = None
     checkpoint_write_mb_s: float | None = None  # what /shared writes a checkpoint at; None: unknown
 
 
@@ -120,7 +123,8 @@ def fsx_write_mb_s(fsx: Fsx) -> float:
 
 
 def target_for_partition(
-    config: ClusterConfig, stack: str, name: str, image: str | None = None, container: bool = True
+    config: ClusterConfig, stack: str, name: str, image: str | None = None, container: bool = True,
+    neuron_runtime: str | None = None,
 ) -> JobTarget:
     if name not in config.partitions:
         close = difflib.get_close_matches(name, list(config.partitions), n=1, cutoff=0.6)
@@ -128,13 +132,22 @@ def target_for_partition(
         raise RenderError(f"stack {stack} has no partition {name!r}; {hint}partitions: {', '.join(config.partitions)}")
     partition = config.partitions[name]
     it = catalog.lookup(partition.instance_types[0])
-    image = image or training_image(partition)
+    neuron = it.accelerator == "neuron"
+    runtime = _neuron_runtime(image or partition.image, it.accelerator_model, name, neuron_runtime) if neuron else None
+    image = image or (training_image(partition) if runtime != "native" else partition.image)
     if container and not image:
+        if runtime == "native":
+            raise RenderError(
+                f"partition {name} trains through {WHAT['native']}, and no image of it is pinned here: AWS publishes "
+                "it as the 'PyTorch Training (TorchNeuron)' DLC of Neuron 2.33 and later (github.com/aws-neuron/"
+                "deep-learning-containers), whose tag could not be verified offline. Set "
+                f"partitions.{name}.image in stacks/Pulumi.{stack}.yaml (or pass --image IMAGE), or --neuron-runtime "
+                "xla for the legacy torch-xla image"
+            )
         raise RenderError(
             f"partition {name} has no training image: pass --image IMAGE, or --no-container to run on the host image"
         )
     efa = partition.efa and it.has_efa
-    neuron = it.accelerator == "neuron"
     types = " or ".join(partition.instance_types)
     devices = f"{it.accelerators} x {it.accelerator_model}" if it.accelerators else "no accelerator"
     return JobTarget(
@@ -158,7 +171,18 @@ def target_for_partition(
         stack=stack,
         max_nodes=partition.max_nodes,
         checkpoint_write_mb_s=fsx_write_mb_s(config.storage.fsx),
+        neuron_runtime=runtime,
     )
+
+
+def _neuron_runtime(image: str | None, chip: str, partition: str, asked: str | None) -> NeuronRuntime:
+    """The runtime asked for, if the chips run it; else the partition's default (jobs/neuron_runtime.py)."""
+    if asked is None:
+        return default_runtime(chip, image)
+    try:
+        return check_runtime(asked, chip, f"partition {partition}")
+    except NeuronRuntimeError as error:
+        raise RenderError(str(error)) from None
 
 
 def local_target(state_dir: Path, cpus: int, gpus: int) -> JobTarget:

@@ -18,13 +18,13 @@ class DistEnv:
     local_rank: int
     world_size: int
     device: torch.device
+    # gloo group for small CPU-side agreements (stop requests, async checkpoint planning): a CPU tensor on
+    # it never waits for the accelerator's queue. None: the default group has a CPU backend already.
+    cpu_group: dist.ProcessGroup | None = None
     # The runtime the trainer was asked for: "cuda", "neuron", "xla" or "cpu". Usually the device's type; not
     # with a stand-in (tests/standins/torch_neuronx), whose Neuron backend serves CPU tensors: the choices
     # below key on the kind, so the stand-in runs the Neuron code path.
     kind: str = "cpu"
-    # gloo group for small CPU-side agreements (stop requests, async checkpoint planning): a CPU tensor on
-    # it never waits for the accelerator's queue. None: the default group has a CPU backend already.
-    cpu_group: dist.ProcessGroup | None = None
 
     @property
     def is_main(self) -> bool:
@@ -56,8 +56,8 @@ def init_distributed(kind: str = "auto", timeout: timedelta = timedelta(minutes=
 
         device = xla.init_process_group(timeout)
         # The xla backend reduces XLA tensors only; stop requests and the like travel on gloo.
-        return DistEnv(dist.get_rank(), local_rank, dist.get_world_size(), device, "xla",
-                       dist.new_group(backend="gloo"))
+        return DistEnv(dist.get_rank(), local_rank, dist.get_world_size(), device, dist.new_group(backend="gloo"),
+                       "xla")
     cpu_group = None
     if kind == "neuron":
         from jobs.training import neuron  # torch_neuronx is only in the TorchNeuron image
@@ -87,7 +87,7 @@ def init_distributed(kind: str = "auto", timeout: timedelta = timedelta(minutes=
         device = neuron.device(device_type)
         # Stop requests and the like on gloo, as on XLA: whatever the neuron backend does with CPU tensors.
         cpu_group = dist.new_group(backend="gloo")
-    return DistEnv(dist.get_rank(), local_rank, dist.get_world_size(), device, kind, cpu_group)
+    return DistEnv(dist.get_rank(), local_rank, dist.get_world_size(), device, cpu_group, kind)
 
 
 def all_ranks_max(values: list[int], env: DistEnv) -> list[int]:

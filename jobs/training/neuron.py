@@ -17,8 +17,8 @@ What the Neuron documentation (Neuron 2.33/2.34, awsdocs-neuron.readthedocs-host
   instances"): trn1 trains through the legacy torch-xla path (jobs/training/xla.py, `--device xla`).
 
 The device is whatever device type the `neuron` process-group backend was registered for (torch.distributed keeps
-the list: Backend.backend_capability), so a CPU stand-in that registers the backend for CPU tensors (tests/standins/torch_neuronx) runs this
-very code path on a machine without Trainium.
+the list: Backend.backend_capability), so a CPU stand-in that registers the backend for CPU tensors
+(tests/standins/torch_neuronx) runs this very code path on a machine without Trainium.
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ from jobs.training.neuron import COMPILE_BACKEND as NEURON_COMPILE_BACKEND
 from jobs.training.pipeline import Pipeline, build_pipeline, split_stage
 from jobs.training.tensor_parallel import apply_tp, loss_context
 
-
 # torch.compile's backend per device kind (default: Inductor).
 COMPILE_BACKENDS = {"neuron": NEURON_COMPILE_BACKEND}
 

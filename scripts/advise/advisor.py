@@ -144,11 +144,52 @@ def advise(model: Model, partition: Partition, seq_len: int = DEFAULT_SEQ_LEN,
             checkpointed = (fitting, options)
     found = plain or checkpointed
     if found is None:
-        raise search.does_not_fit(counts)
+        error = search.does_not_fit(counts)
+        shorter = _shorter_that_fits(model, partition, seq_len, global_batch, nodes, mfu, stacks_dir)
+        if shorter is not None:  # the error still ends with a command that runs
+            error = AdviseError(f"{error}. At --seq-len {shorter.seq_len} (the same tokens a step) it fits on "
+                                f"{plural(shorter.chosen.layout.nodes, 'node')} as {shorter.chosen.layout.describe()}"
+                                f": {shorter.command}")  # fmt: skip
+        elif partition.native_alternative is not None:
+            native = _on_native(model, partition.native_alternative, seq_len, global_batch, mfu, stacks_dir)
+            error = AdviseError(f"{error}. {native}")
+        raise error
     chosen, options = found
     fewer = checkpointed[0] if plain is not None and checkpointed is not None else None
     plain_nodes = None if plain is not None else search.fewest_nodes(checkpointing=False, skip=counts)
     return _advice(search, chosen, options, fewer, plain_nodes, mfu, stacks_dir)
+
+
+# The shortest sequence a failed request is retried at, halving (a search bound: shorter sequences than this are
+# not what a language model is trained on).
+SHORTEST_RETRY_SEQ_LEN = 512
+
+
+def _shorter_that_fits(model: Model, partition: Partition, seq_len: int, global_batch: int, nodes: int | None,
+                       mfu: float, stacks_dir: str | None) -> Advice | None:
+    """The advice at the longest power-of-two fraction of `seq_len` that fits, with the same tokens a step."""
+    shorter = seq_len // 2
+    while shorter >= SHORTEST_RETRY_SEQ_LEN and seq_len % shorter == 0:
+        try:
+            return advise(model, partition, shorter, global_batch * (seq_len // shorter), nodes, mfu, stacks_dir)
+        except AdviseError:
+            shorter //= 2
+    return None
+
+
+def _on_native(model: Model, native: Partition, seq_len: int, global_batch: int, mfu: float,
+               stacks_dir: str | None) -> str:
+    """What a trn2 partition with TorchNeuron would run: the option that makes a render command possible."""
+    name, types = native.name, "/".join(native.instance_types)
+    add = (f"add a partition {name} (instanceTypes [{types}], maxNodes {native.max_nodes}, image: the TorchNeuron "
+           f"training image) to stack {native.stack}")
+    try:
+        advice = advise(model, native, seq_len, global_batch, None, mfu, stacks_dir)
+    except AdviseError:
+        return f"Nor does it fit {types} with TorchNeuron at up to {plural(native.max_nodes, 'node')}"
+    return (f"With TorchNeuron on {types} ({native.devices_per_node} NeuronCores of {native.device_memory_gib:g} GiB "
+            f"a node) it fits on {plural(advice.chosen.layout.nodes, 'node')} as {advice.chosen.layout.describe()}: "
+            f"{add}, then {advice.command}")
 
 
 def _advice(search: _Search, chosen: Candidate, options: list[Option], fewer: Candidate | None,
@@ -164,16 +205,13 @@ def _advice(search: _Search, chosen: Candidate, options: list[Option], fewer: Ca
     flags = entry_flags(model, layout, search.seq_len)
     notes: list[str] = []
     command: str | None = render_command(partition, layout, flags, checkpoint_gb, stacks_dir, step_seconds)
-    if partition.neuron and layout.data != "DDP":
-        command = None
+    if partition.data_parallel_only:
         notes.append(
-            "jobs/train.py on Trainium replicates the whole model on every NeuronCore (jobs/training/xla.py: data "
-            f"parallelism through xm.reduce_gradients), and {layout.describe()} needs more: NxD Training "
-            "(neuronx-distributed-training) is the tool there. Its memory per core differs from these figures, "
-            "which are the entry point's: ZeRO-1 shards only the optimizer state, while sequence-parallel "
-            "activations and a vocabulary-parallel loss need less; size the run with NxD's own tools"
+            "this partition's chips (trn1) train through the legacy torch-xla path, where jobs/train.py replicates the "
+            "whole model on every NeuronCore (jobs/training/xla.py), so only data-parallel layouts are considered; "
+            "TorchNeuron on trn2/trn3 runs the FSDP and tensor-parallel layouts (docs/trainium.md)"
         )
-    elif partition.neuron:
+    if partition.neuron:
         notes.append("the memory figures are PyTorch's accounting; the Neuron compiler plans device memory itself")
     return Advice(model, partition, search.seq_len, search.global_batch, search.regime, tuple(options), chosen,
                   fewer, plain_nodes, mfu, effective, tokens_per_s, checkpoint_gb, step_seconds, tuple(flags), command,
@@ -194,6 +232,12 @@ class _Search:
         """Every split the matrix allows on `nodes` nodes, in order of preference, with the sequences each
         data-parallel replica takes a step; splits the global batch does not divide evenly are left out."""
         shape, per_node = self.model.shape, self.partition.devices_per_node
+        if self.partition.data_parallel_only:  # the legacy torch-xla path: replicas only
+            dp = nodes * per_node
+            per_replica, uneven = divmod(self.global_batch, dp)
+            if not uneven:
+                yield Layout(nodes, "DDP", dp_shard=1, dp_replicate=dp), per_replica
+            return
         tps = [1] if self.regime == "data" else [
             t for t in range(2, per_node + 1)
             if per_node % t == 0 and shape.n_heads % t == 0 and shape.n_kv_heads % t == 0]  # whole heads per rank
@@ -264,7 +308,13 @@ class _Search:
               f"activations {m.activations:.1f}, allowance {m.reserve:.1f}), and {lean.host_gib:.0f} GiB of host "
               f"memory per node of {partition.host_memory_gib:.0f}")
         needed = self.fewest_nodes(checkpointing=True, skip=counts)
-        if needed is None:
+        if partition.data_parallel_only:
+            state = m.weights + m.gradients + m.optimizer
+            fix = (f"every replica holds the whole model ({state:.1f} GiB of state) and the activations of a "
+                   "micro-batch, and more nodes only add replicas: on trn1 jobs/train.py trains through the legacy "
+                   "torch-xla path, data parallel only; a trn2 partition (TorchNeuron) shards the model with FSDP and "
+                   "tensor parallelism")
+        elif needed is None:
             fix = (f"no node count up to {NODE_SEARCH_LIMIT} is enough: more nodes shard the model state, not the "
                    f"{m.activations:.1f} GiB of activations of one micro-batch; shorten --seq-len or use a "
                    "partition with more memory per device")
@@ -275,10 +325,6 @@ class _Search:
         else:
             fix = (f"it fits on {plural(needed, 'node')}: raise partitions.{partition.name}.maxNodes "
                    f"({partition.max_nodes}) to {needed} or more, or use a partition with more memory per device")
-        if partition.neuron:
-            fix += ("; on Trainium jobs/train.py is data parallel only, and NxD Training (neuronx-distributed-"
-                    f"training: tensor parallelism over up to {partition.devices_per_node} NeuronCores, sequence-"
-                    "parallel activations, a vocabulary-parallel loss, ZeRO-1) needs its own sizing")
         return AdviseError(f"{what} does not fit on {on} of {where}: {at}; {fix}")
 
 

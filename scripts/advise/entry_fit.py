@@ -4,8 +4,8 @@ the layout the command's own flags give on `--nodes` nodes, so `job render` refu
 
 Only the flags that decide memory are read, with jobs/train.py's defaults (jobs/training/config.py; a test holds
 the two to each other: the training config imports torch, which the login pod's CLI has not). Presets only: a
-custom shape (`--d-model` ...) is the entry point's to check. GPU partitions only: on Trainium jobs/train.py is
-data parallel and the Neuron compiler plans device memory itself (docs/jobs.md, On Trainium).
+custom shape (`--d-model` ...) is the entry point's to check. On Trainium the same model as advise's (PyTorch's
+accounting; the Neuron compiler plans device memory itself, docs/trainium.md), so the two agree there too.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ def _flags(entry: list[str]) -> argparse.Namespace:
 
 def entry_fit(partition: Partition, entry: list[str], nodes: int) -> EntryFit | None:
     """The memory of `entry` on `nodes` nodes of `partition`, or None when it is not a command this can judge (not
-    jobs/train.py, a custom shape, Trainium, flags that do not divide the devices: the entry point refuses those)."""
-    if not entry or not entry[0].endswith("train.py") or partition.neuron:
+    jobs/train.py, a custom shape, flags that do not divide the devices: the entry point refuses those)."""
+    if not entry or not entry[0].endswith("train.py"):
         return None
     try:
         flags = _flags(entry)

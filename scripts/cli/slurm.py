@@ -343,6 +343,10 @@ def job_render(
     job_name: Annotated[str | None, typer.Option("--job-name", "-J", help="default: the entry point's name")] = None,
     image: Annotated[str | None, typer.Option(help="container image for the steps (pyxis)")] = None,
     no_container: Annotated[bool, typer.Option("--no-container", help="run the steps on the node's image")] = False,
+    neuron_runtime: Annotated[
+        str | None, typer.Option(help="Trainium: native (TorchNeuron, trn2/trn3) or xla (the legacy torch-xla path, "
+                                 "trn1 and images before Neuron 2.30); default: native where the chips run it")
+    ] = None,
     signal_lead: Annotated[
         int | None, typer.Option(min=0, help="seconds before the time limit to checkpoint (default 300)")
     ] = None,
@@ -374,9 +378,10 @@ def job_render(
             if not stack or not partition:
                 raise render.RenderError("give --stack and --partition (or --local)")
             config, _ = load_stack(stack, stacks_dir)
-            target = render.target_for_partition(config, stack, partition, image, container=not no_container)
+            target = render.target_for_partition(config, stack, partition, image, container=not no_container,
+                                                 neuron_runtime=neuron_runtime)
             limit = time_limit or config.partitions[partition].max_time
-            hardware = partition_hardware(config, stack, partition)
+            hardware = partition_hardware(config, stack, partition, target.neuron_runtime)
             fit = entry_fit(hardware, list(ctx.args), nodes)
             if fit is not None and not fit.fits and not no_fit_check:
                 model = fit.model

@@ -22,6 +22,7 @@ class TemplateTarget:
     backend: str
     shared_root: str
     procs_per_node: int
+    neuron_runtime: str | None = None  # Trainium: jobs/neuron_runtime.py
 
 
 def template_environment(template: str, target: TemplateTarget) -> dict[str, str]:

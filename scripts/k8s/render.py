@@ -34,6 +34,7 @@ from components.slinky.specs import (
     SHM_VOLUME_MOUNT,
     guaranteed,
 )
+from jobs.neuron_runtime import default_runtime
 from scripts.k8s.environment import TemplateTarget, template_environment
 
 RAY_API, MPI_API = "ray.io/v1", "kubeflow.org/v2beta1"
@@ -72,9 +73,10 @@ class PoolTarget:
 
     def environment(self) -> list[dict[str, str]]:
         """The sbatch templates' NCCL/EFA or Neuron environment for this pool's nodes."""
+        runtime = default_runtime(self.instance.accelerator_model, None) if self.instance.neuron_cores else None
         env = template_environment(self.instance.accelerator, TemplateTarget(
             efa=self.efa_interfaces > 0, backend="nccl", shared_root="/shared",
-            procs_per_node=self.instance.neuron_cores or self.devices))
+            procs_per_node=self.instance.neuron_cores or self.devices, neuron_runtime=runtime))
         return [{"name": k, "value": v} for k, v in env.items()]
 
 

@@ -23,6 +23,9 @@ from scripts.advise.models import AdviseError, custom_model, preset_model, reque
 from scripts.cli.main import app
 from tests.config.helpers import raw_config
 
+# A TorchNeuron training image of the team's own registry (no public tag is pinned: jobs/render.py says why).
+TORCHNEURON_IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/torchneuron-training:2.14"
+
 
 def _write_stack(directory: Path, name: str, partitions: dict[str, dict[str, Any]]) -> Path:
     """The prod stack with partitions changed (these keys of them) or added, as a stack file."""
@@ -40,6 +43,8 @@ def big_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _write_stack(tmp_path_factory.mktemp("stacks"), "big", {
         "gpu-h100": {"maxNodes": 32},
         "gpu-a100": {"instanceTypes": ["p4d.24xlarge"], "maxNodes": 64},
+        # Trainium2 with TorchNeuron: the same layouts as the GPUs (docs/trainium.md)
+        "trn2": {"instanceTypes": ["trn2.48xlarge"], "maxNodes": 16, "efa": True, "image": TORCHNEURON_IMAGE},
     })
 
 
@@ -68,11 +73,13 @@ PINS = [
     ("prod", "gpu-a100", "llama3-8b", 8192, "FSDP 8", 1, True),
     ("prod", "gpu-a100", "llama3-70b", 8192, "TP 2 x FSDP 32", 8, True),
     ("big", "gpu-a100", "llama3-405b", 8192, "TP 8 x PP 2 x FSDP 16", 32, True),
-    # trn1, 32 NeuronCores of 16 GiB: nothing fits at 8192 tokens (test_what_prod_cannot_train...); at 4096,
-    # layouts for NxD Training to run (test_trainium_beyond_replicas...).
-    ("prod", "trainium", "llama3-1b", 4096, "FSDP 64", 2, False),
-    ("prod", "trainium", "llama3-8b", 4096, "FSDP 64", 2, True),
-    ("prod", "trainium", "llama3-70b", 4096, "TP 8 x FSDP 16", 4, True),
+    # trn2 with TorchNeuron, 64 logical NeuronCores of 24 GiB: the GPUs' layouts. At 8192 tokens even 1B checkpoints
+    # its activations (the loss of a sequence alone is 12 bytes x 128256 x 8192 = 11.7 GiB without TP).
+    # (trn1, data parallel only on the legacy torch-xla path: test_trn1_...)
+    ("big", "trn2", "llama3-1b", 8192, "FSDP 64", 1, True),
+    ("big", "trn2", "llama3-8b", 8192, "FSDP 64", 1, True),
+    ("big", "trn2", "llama3-70b", 8192, "TP 4 x FSDP 32", 2, True),
+    ("big", "trn2", "llama3-405b", 8192, "TP 8 x PP 3 x FSDP 32", 12, True),
 ]
 
 
@@ -93,9 +100,8 @@ def test_the_pinned_choices(stack: str, partition: str, model: str, seq_len: int
 ERRORS = [
     ("gpu-h100", "llama3-405b", "it fits on 14 nodes: raise partitions.gpu-h100.maxNodes (8) to 14 or more"),
     ("gpu-a100", "llama3-405b", "it fits on 32 nodes: raise partitions.gpu-a100.maxNodes (16) to 32 or more"),
-    # 16 GiB a NeuronCore: the loss of one 8192-token sequence alone takes 11.7 GiB (12 bytes x 128256 x 8192),
-    # and below 10B the matrix keeps tensor parallelism (which would split it) out.
-    ("trainium", "llama3-1b", "no node count up to 1024 is enough"),
+    # trn1's 16 GiB NeuronCores hold no replica of 1B (25.3 GiB of model state): the trn2 partition that would run it.
+    ("trainium", "llama3-1b", "every replica holds the whole model (25.3 GiB of state)"),
 ]
 
 
@@ -104,7 +110,7 @@ def test_what_prod_cannot_train_says_what_is_missing(partition: str, model: str,
     with pytest.raises(AdviseError, match="does not fit on up to") as caught:
         _advise("prod", partition, model)
     assert fix in str(caught.value)
-    assert ("NxD Training" in str(caught.value)) == (partition == "trainium")
+    assert ("With TorchNeuron on trn2.48xlarge" in str(caught.value)) == (partition == "trainium")
 
 
 def test_a_partition_of_one_node_refuses_70b_and_names_the_node_count_it_needs(tmp_path: Path) -> None:
@@ -326,20 +332,54 @@ def test_a_global_batch_no_replica_count_divides_is_refused() -> None:
 
 # --- Trainium: what the entry point runs there ---------------------------------------------------------------------
 
-def test_trainium_beyond_replicas_points_to_nxd_and_renders_nothing() -> None:
-    advice = _advise("prod", "trainium", "llama3-70b", seq_len=4096, global_batch=1024)
-    assert advice.command is None
-    assert "jobs/train.py on Trainium replicates the whole model" in advice.notes[0]
-    assert "NxD Training" in advice.notes[0]
+def test_trn1_is_data_parallel_only_and_names_the_trn2_partition_that_would_run_the_model() -> None:
+    """trn1 trains through the legacy torch-xla path (TorchNeuron does not run there): replicas only, and a model no
+    replica holds gets the partition and the render command that would run it."""
+    with pytest.raises(AdviseError) as caught:
+        _advise("prod", "trainium", "llama3-70b", seq_len=4096, global_batch=1024)
+    message = str(caught.value)
+    assert "the leanest layout, DDP 32 on 1 node" in message
+    assert ("With TorchNeuron on trn2.48xlarge (64 NeuronCores of 24 GiB a node) it fits on 1 node as TP 8 x FSDP 8: "
+            "add a partition trainium-trn2 (instanceTypes [trn2.48xlarge], maxNodes 32") in message
+    assert message.endswith("--tp 8 --activation-checkpointing")
+    assert "slurm-eks job render --stack prod --partition trainium-trn2 --nodes 1" in message
 
 
-def test_trainium_replicas_render(tmp_path: Path) -> None:
+def test_trn1_replicas_render_on_the_legacy_path(tmp_path: Path) -> None:
     advice = _advise("prod", "trainium", "debug", seq_len=2048, global_batch=2048)
     assert advice.chosen.layout.describe() == "DDP 32" and advice.command is not None
     assert "--fsdp" not in advice.flags  # refused on --device xla
-    assert "Neuron compiler" in advice.notes[0]
+    assert "legacy torch-xla path" in advice.notes[0] and "Neuron compiler" in advice.notes[1]
     _render(advice.command, tmp_path / "trn.sbatch")
-    assert "--nproc-per-node=32" in (tmp_path / "trn.sbatch").read_text()
+    script = (tmp_path / "trn.sbatch").read_text()
+    assert "--nproc-per-node=32" in script and "export SLURM_EKS_DEVICE=xla" in script
+
+
+def test_a_shorter_sequence_that_fits_ends_the_error_with_its_command(big_dir: Path) -> None:
+    with pytest.raises(AdviseError) as caught:
+        _advise("big", "trn2", "llama3-405b", big_dir, seq_len=8192, global_batch=512, nodes=8)
+    message = str(caught.value)  # 405B needs 12 trn2 nodes at 8192 tokens (PINS), 8 at 4096
+    assert "At --seq-len 4096 (the same tokens a step) it fits on 8 nodes as TP 8 x PP 2 x FSDP 32" in message
+    assert "slurm-eks job render --stack big --partition trn2 --nodes 8" in message
+    assert "--seq-len 4096 --batch-size 1 --grad-accum 32" in message.rsplit("slurm-eks job render", 1)[1]
+
+
+@pytest.mark.parametrize("model", sorted(PRESETS))
+def test_advise_and_render_agree_for_every_preset_on_trainium(model: str, big_dir: Path, tmp_path: Path) -> None:
+    """On trn2 (TorchNeuron) and trn1 (torch-xla): every advice renders, through the same fit check render applies,
+    into the device the partition's runtime takes; what cannot run ends with the command that would."""
+    for partition, device, procs in (("trn2", "neuron", 64), ("trainium", "xla", 32)):
+        try:
+            advice = advise(preset_model(model), _partition("big", partition, big_dir), seq_len=2048,
+                            global_batch=2048, stacks_dir=str(big_dir))
+        except AdviseError as error:
+            assert "slurm-eks job render --stack big --partition" in str(error), error
+            continue
+        assert advice.command is not None
+        script = tmp_path / f"{partition}.sbatch"
+        _render(advice.command, script)  # exit 0: render's fit check (scripts/advise/entry_fit.py) agrees
+        text = script.read_text()
+        assert f"export SLURM_EKS_DEVICE={device}" in text and f"--nproc-per-node={procs}" in text
 
 
 # --- the CLI, and the render command it prints -------------------------------------------------------------------

@@ -64,8 +64,14 @@ def test_checkpointing_every_nth_layer_is_counted() -> None:
 def test_what_it_cannot_judge_it_leaves_alone(entry: list[str]) -> None:
     config, _ = load_stack("prod")
     assert entry_fit(partition_hardware(config, "prod", "gpu-h100"), entry, 2) is None
-    assert entry_fit(partition_hardware(config, "prod", "trainium"), ["jobs/train.py", "--model", "llama3-8b"], 1) \
-        is None  # Trainium: the Neuron compiler plans device memory
+
+
+def test_trainium_commands_are_judged_by_the_same_model_as_advise() -> None:
+    """Replicating Llama 3 8B on trn1's 16 GiB NeuronCores cannot run; render refuses it as advise would."""
+    config, _ = load_stack("prod")
+    fit = entry_fit(partition_hardware(config, "prod", "trainium"), ["jobs/train.py", "--model", "llama3-8b"], 1)
+    assert fit is not None and not fit.fits
+    assert "per NeuronCore of 16" in fit.problem("NeuronCore")
 
 
 def test_the_defaults_are_the_entry_points() -> None:

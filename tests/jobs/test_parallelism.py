@@ -119,7 +119,7 @@ def test_model_problems_name_the_dimension(
         (["--fsdp", "--tp", "3"], "--tp 3 --pp 1: n_heads 4 is not divisible by --tp 3"),
         (["--fsdp", "--pp", "4", "--grad-accum", "2"], "n_layers 2 < --pp 4"),
         (["--fsdp", "--pp", "2", "--model", "llama3-1b", "--grad-accum", "2"], "tied embeddings cannot be split"),
-        (["--device", "xla", "--dp-replicate", "2"], "--tp, --pp and --dp-replicate are for CUDA and the CPU"),
+        (["--device", "xla", "--dp-replicate", "2"], "--tp, --pp and --dp-replicate are for CUDA, Neuron and the CPU"),
     ],
 )
 def test_flags_that_cannot_split_the_model_stop_before_anything_starts(

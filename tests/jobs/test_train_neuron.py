@@ -24,7 +24,8 @@ WITH_STANDIN = {"PYTHONPATH": os.pathsep.join((str(runs.REPO), str(STANDINS)))}
 LAYOUT = ["--fsdp", "--tp", "2", "--steps", "6", "--checkpoint-every", "4", "--warmup-steps", "2"]
 
 
-def neuron_run(ckpt: Path, flags: list[str], nproc: int = 4, env: dict[str, str] | None = None, **kwargs: object) -> Run:
+def neuron_run(ckpt: Path, flags: list[str], nproc: int = 4, env: dict[str, str] | None = None,
+               **kwargs: object) -> Run:
     return runs.torchrun(ckpt, ["--device", "neuron", *flags], nproc=nproc, env={**WITH_STANDIN, **(env or {})},
                          timeout=300, **kwargs)  # type: ignore[arg-type]
 

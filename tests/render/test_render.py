@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from components.config.cluster import ClusterConfig
 from components.config.stackfile import load_stack
+from components.config.validation import parse_cluster_config
 from jobs.render import (
     SLURM_KILL_WAIT_S,
     TORCHRUN_SHUTDOWN_TIMEOUT_S,
@@ -33,6 +35,7 @@ from jobs.render import (
     target_for_partition,
 )
 from scripts.cli.main import app
+from tests.config.helpers import raw_config
 from tests.conftest import require_tool
 from tests.render.standins import exported
 
@@ -423,3 +426,55 @@ def test_the_precompile_key_follows_what_shapes_the_graphs() -> None:
 def test_there_is_no_image_to_pull_for_the_host(tmp_path: Path) -> None:
     with pytest.raises(RenderError, match=r"^partition cpu has no image to pull; pass --image IMAGE"):
         render_image_pull(local_target(tmp_path, cpus=2, gpus=2))
+
+
+# --- Trainium: TorchNeuron where the chips run it, the legacy torch-xla path on trn1 -------------------------------
+
+TORCHNEURON_IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/torchneuron-training:2.14"
+XLA_DLC = "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.27.1-ubuntu24.04"
+
+
+def _trn2(image: str | None = TORCHNEURON_IMAGE) -> ClusterConfig:
+    raw = raw_config("prod")
+    raw["partitions"]["trn2"] = {"instanceTypes": ["trn2.48xlarge"], "maxNodes": 4, "efa": True,
+                                 **({"image": image} if image else {})}
+    config, _ = parse_cluster_config(raw)
+    return config
+
+
+def test_a_trn2_partition_trains_through_torchneuron_by_default() -> None:
+    target = target_for_partition(_trn2(), "prod", "trn2")
+    assert target.neuron_runtime == "native" and target.image == TORCHNEURON_IMAGE
+    script = render_job(target, ENTRY, nodes=2)
+    env = exported(script)
+    assert env["SLURM_EKS_DEVICE"] == "neuron"
+    # one worker per logical NeuronCore (64 at LNC=2), your own compile cache, no ahead-of-time compile step
+    assert "--nproc-per-node=64" in script and "neuron_parallel_compile" not in script
+    assert env["TORCH_NEURONX_NEFF_CACHE_DIR"] == '"${TORCH_NEURONX_NEFF_CACHE_DIR:-${OWN_NEURON_CACHE}/neff}"'
+    assert "NEURON_CC_FLAGS" not in env and "NEURON_RT_VISIBLE_CORES" not in env
+    assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == f'"${{TORCH_ELASTIC_SHUTDOWN_TIMEOUT:-{TORCHRUN_SHUTDOWN_TIMEOUT_S}}}"'
+    assert libfabric(script) == {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}
+
+
+def test_the_legacy_xla_path_is_named_and_only_where_it_runs(tmp_path: Path) -> None:
+    config = _trn2()
+    legacy = target_for_partition(config, "prod", "trn2", image=XLA_DLC)  # an image of the XLA line: its runtime
+    assert legacy.neuron_runtime == "xla" and exported(render_job(legacy, ENTRY))["SLURM_EKS_DEVICE"] == "xla"
+    asked = target_for_partition(_trn2(None), "prod", "trn2", neuron_runtime="xla")
+    assert asked.neuron_runtime == "xla" and asked.image == XLA_DLC  # the pinned legacy image
+    shellcheck(render_job(asked, ENTRY), tmp_path)
+    with pytest.raises(RenderError, match="TorchNeuron runs on Trainium2 and Trainium3 only"):
+        target_for_partition(config, "prod", "trainium", neuron_runtime="native")
+    with pytest.raises(RenderError, match="use one of native, xla"):
+        target_for_partition(config, "prod", "trn2", neuron_runtime="torch")
+
+
+def test_torchneuron_without_an_image_says_where_to_set_one() -> None:
+    with pytest.raises(RenderError) as caught:
+        target_for_partition(_trn2(None), "prod", "trn2")
+    assert "Set partitions.trn2.image in stacks/Pulumi.prod.yaml (or pass --image IMAGE)" in str(caught.value)
+    assert "'PyTorch Training (TorchNeuron)' DLC of Neuron 2.33" in str(caught.value)
+
+
+def test_the_native_script_is_shellcheck_clean(tmp_path: Path) -> None:
+    shellcheck(render_job(target_for_partition(_trn2(), "prod", "trn2"), ENTRY, nodes=2), tmp_path)
