@@ -37,27 +37,19 @@ if __package__ in (None, ""):  # run as a script (torchrun jobs/recipes/hf_finet
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch
-import torch.distributed as dist
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
     PreTrainedModel,
-    PrinterCallback,
-    ProgressCallback,
-    Trainer,
     TrainingArguments,
     default_data_collator,
     set_seed,
 )
 
-from jobs.recipes.hf_checkpoints import JobContract, latest_complete_checkpoint, remove_torn
+from jobs.recipes.hf_job import HfJob, use_cpu
 from jobs.recipes.lm_data import TOKEN_SUFFIX, load_blocks
 from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY
 from jobs.training.config import CHECKPOINT_DIR_ENV, DEVICE_ENV, STOP_FILE_ENV
-from jobs.training.metrics import JsonLog
-from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
-
-FINAL_DIR = "final"
 
 
 def _fraction(text: str) -> float:
@@ -136,7 +128,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--model_name_or_path {ns.model_name_or_path} is not a directory: the recipe loads a local "
                      "model only (download it to /shared first)")  # fmt: skip
     if os.environ.get(DEVICE_ENV) == "xla":
-        parser.error("the recipe runs on CUDA GPUs or the CPU; on Trainium use jobs/train.py")
+        parser.error("the recipe runs on CUDA GPUs, Trainium2/3 through TorchNeuron (SLURM_EKS_DEVICE=neuron) or the "
+                     "CPU; not on the legacy torch-xla path (trn1): use jobs/train.py there")
     return ns
 
 
@@ -163,7 +156,7 @@ def training_arguments(ns: argparse.Namespace) -> TrainingArguments:
         logging_steps=ns.logging_steps,
         seed=ns.seed,
         deepspeed=str(ns.deepspeed) if ns.deepspeed else None,
-        use_cpu=not torch.cuda.is_available(),  # the gloo group (and bf16 autocast) on a CPU-only machine
+        use_cpu=use_cpu(),  # the gloo group (and bf16 autocast) on a CPU-only machine
         remove_unused_columns=False,
         ddp_find_unused_parameters=False,  # every trainable weight is used in each step
         report_to="none",
@@ -190,11 +183,7 @@ def load_model(ns: argparse.Namespace) -> PreTrainedModel:
 def main(argv: Sequence[str] | None = None) -> int:
     ns = parse_args(argv)
     args = training_arguments(ns)
-    log = JsonLog(args.process_index == 0)
-    if args.process_index == 0:
-        clear_stale(ns.output_dir, ns.stop_file)
-        remove_torn(ns.output_dir)
-    stop = StopRequest(ns.stop_file, poll_file=args.local_process_index == 0)
+    job = HfJob.start(args, ns.output_dir, ns.stop_file, ns.stop_check_every)
     if ns.deepspeed and args.use_cpu:
         # With use_cpu, accelerate starts torch.distributed but not deepspeed.comm, and ZeRO-3's loading
         # (deepspeed.zero.Init in from_pretrained) would then size the batch for a world of one process.
@@ -206,32 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     tokenizer = AutoTokenizer.from_pretrained(ns.model_name_or_path) if ns.dataset.suffix != TOKEN_SUFFIX else None
     data = load_blocks(ns.dataset, ns.max_seq_length, tokenizer, model.config.vocab_size, ns.text_field,
                        ns.data_dtype)  # fmt: skip
-    contract = JobContract(stop, ns.stop_check_every, log)
-    trainer = Trainer(model=model, args=args, train_dataset=data, data_collator=default_data_collator,
-                      processing_class=tokenizer, callbacks=[contract])  # fmt: skip
-    for printer in (PrinterCallback, ProgressCallback):  # rank 0's stdout is JSON lines only
-        trainer.remove_callback(printer)
-
-    resume = latest_complete_checkpoint(ns.output_dir)
-    log(event="start", world_size=args.world_size, device=str(args.device), examples=len(data),
-        resume_from=str(resume) if resume else None, lora_r=ns.lora_r,
-        deepspeed=str(ns.deepspeed) if ns.deepspeed else None)  # fmt: skip
-    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-    step = trainer.state.global_step
-    if contract.reasons and step < trainer.state.max_steps:
-        checkpoint = str(contract.last_checkpoint) if contract.last_checkpoint else None
-        log(event="preempted", step=step, reasons=contract.reasons, checkpoint=checkpoint)
-        if args.process_index == 0:
-            write_marker(ns.output_dir, PREEMPTED_MARKER, {"step": step, "reasons": contract.reasons,
-                                                           "checkpoint": checkpoint})  # fmt: skip
-    else:
-        final = ns.output_dir / FINAL_DIR
-        trainer.save_model(str(final))  # every rank: ZeRO-3 gathers the shards to save them
-        log(event="done", step=step, model=str(final))
-        if args.process_index == 0:
-            write_marker(ns.output_dir, DONE_MARKER, {"step": step, "model": str(final)})
-    if dist.is_initialized():
-        dist.destroy_process_group()
+    trainer = job.trainer(model=model, args=args, train_dataset=data, data_collator=default_data_collator,
+                          processing_class=tokenizer)  # fmt: skip
+    job.train(trainer, examples=len(data), lora_r=ns.lora_r, deepspeed=str(ns.deepspeed) if ns.deepspeed else None)
     return 0
 
 

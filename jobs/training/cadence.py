@@ -21,11 +21,11 @@ from collections.abc import Callable
 # The most a stop request waits for the ranks' agreement when steps are shorter than this: a collective every
 # 10 s is noise at any scale, and 10 s is nothing beside a checkpoint's write.
 STOP_CHECK_SECONDS = 10.0
-# The recipes' `--stop-check-every` default (jobs/recipes/hf_finetune.py, jobs/recipes/titan.py): every optimizer
+# The recipes' `--stop-check-every` default (jobs/recipes/hf_finetune.py, bert_pretrain.py, titan.py): every optimizer
 # step (a fine-tune or mixture-of-experts step is long).
 RECIPE_STOP_CHECK_EVERY = 1
 # The entry points that take it (file names as the job's command line gives them).
-RECIPES = ("hf_finetune.py", "titan.py")
+RECIPES = ("hf_finetune.py", "bert_pretrain.py", "titan.py")
 
 
 def stop_wait_seconds(step_seconds: float, every: int | None) -> float:

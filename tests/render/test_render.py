@@ -452,7 +452,8 @@ def test_a_trn2_partition_trains_through_torchneuron_by_default() -> None:
     assert "--nproc-per-node=64" in script and "neuron_parallel_compile" not in script
     assert env["TORCH_NEURONX_NEFF_CACHE_DIR"] == '"${TORCH_NEURONX_NEFF_CACHE_DIR:-${OWN_NEURON_CACHE}/neff}"'
     assert "NEURON_CC_FLAGS" not in env and "NEURON_RT_VISIBLE_CORES" not in env
-    assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == f'"${{TORCH_ELASTIC_SHUTDOWN_TIMEOUT:-{TORCHRUN_SHUTDOWN_TIMEOUT_S}}}"'
+    timeout = TORCHRUN_SHUTDOWN_TIMEOUT_S
+    assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == f'"${{TORCH_ELASTIC_SHUTDOWN_TIMEOUT:-{timeout}}}"'
     assert libfabric(script) == {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}
 
 

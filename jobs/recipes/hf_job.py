@@ -1,0 +1,77 @@
+"""The Hugging Face Trainer on the job scripts' contract, shared by the recipes that train with it
+(jobs/recipes/hf_finetune.py, jobs/recipes/bert_pretrain.py): stale markers cleared, stop agreement and committed
+checkpoints (jobs/recipes/hf_checkpoints.py JobContract), resume from the newest complete checkpoint, and the
+PREEMPTED / DONE markers and JSON events the job script and the tests read."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from transformers import PrinterCallback, ProgressCallback, Trainer, TrainingArguments
+
+from jobs.recipes.hf_checkpoints import JobContract, latest_complete_checkpoint, remove_torn
+from jobs.training.config import DEVICE_ENV
+from jobs.training.metrics import JsonLog
+from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
+
+FINAL_DIR = "final"
+
+
+def use_cpu() -> bool:
+    """Train on the CPU (gloo, CPU autocast) when there is no accelerator. On Trainium2/3 the job script sets
+    SLURM_EKS_DEVICE=neuron and accelerate takes TorchNeuron's `neuron` device and `neuron` backend itself
+    (accelerate 1.15 state.py: is_neuron_available -> MULTI_NEURON; Neuron docs: transformers, PEFT and accelerate
+    "run natively on TorchNeuron")."""
+    return not torch.cuda.is_available() and os.environ.get(DEVICE_ENV) != "neuron"
+
+
+@dataclass
+class HfJob:
+    """One run of a Trainer recipe under the contract."""
+
+    output_dir: Path
+    log: JsonLog
+    contract: JobContract
+
+    @classmethod
+    def start(cls, args: TrainingArguments, output_dir: Path, stop_file: Path | None, stop_check_every: int) -> HfJob:
+        log = JsonLog(args.process_index == 0)
+        if args.process_index == 0:
+            clear_stale(output_dir, stop_file)
+            remove_torn(output_dir)
+        stop = StopRequest(stop_file, poll_file=args.local_process_index == 0)
+        return cls(output_dir, log, JobContract(stop, stop_check_every, log))
+
+    def trainer(self, **kwargs: Any) -> Trainer:
+        trainer = Trainer(callbacks=[self.contract], **kwargs)
+        for printer in (PrinterCallback, ProgressCallback):  # rank 0's stdout is JSON lines only
+            trainer.remove_callback(printer)
+        return trainer
+
+    def train(self, trainer: Trainer, **start: object) -> None:
+        """Resume from the newest complete checkpoint, train, and leave PREEMPTED or DONE (and `final/`)."""
+        args = trainer.args
+        resume = latest_complete_checkpoint(self.output_dir)
+        self.log(event="start", world_size=args.world_size, device=str(args.device),
+                 resume_from=str(resume) if resume else None, **start)  # fmt: skip
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+        step = trainer.state.global_step
+        if self.contract.reasons and step < trainer.state.max_steps:
+            checkpoint = str(self.contract.last_checkpoint) if self.contract.last_checkpoint else None
+            self.log(event="preempted", step=step, reasons=self.contract.reasons, checkpoint=checkpoint)
+            if args.process_index == 0:
+                write_marker(self.output_dir, PREEMPTED_MARKER, {"step": step, "reasons": self.contract.reasons,
+                                                                 "checkpoint": checkpoint})  # fmt: skip
+        else:
+            final = self.output_dir / FINAL_DIR
+            trainer.save_model(str(final))  # every rank: ZeRO-3 gathers the shards to save them
+            self.log(event="done", step=step, model=str(final))
+            if args.process_index == 0:
+                write_marker(self.output_dir, DONE_MARKER, {"step": step, "model": str(final)})
+        if dist.is_initialized():
+            dist.destroy_process_group()
