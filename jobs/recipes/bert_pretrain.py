@@ -31,6 +31,7 @@ from jobs.recipes.bert_data import PretrainingShards
 from jobs.recipes.hf_job import HfJob, use_cpu
 from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY
 from jobs.training.config import CHECKPOINT_DIR_ENV, DEVICE_ENV, STOP_FILE_ENV
+from jobs.training.neuron import NeuronUnavailable
 
 # bert-large-uncased (google-bert/bert-large-uncased config.json): the tutorial's model.
 BERT_LARGE = {"vocab_size": 30522, "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
@@ -118,7 +119,11 @@ def training_arguments(ns: argparse.Namespace) -> TrainingArguments:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = parse_args(argv)
-    args = training_arguments(ns)
+    try:
+        args = training_arguments(ns)
+    except NeuronUnavailable as error:  # the wrong image for the device asked for: say so, no traceback
+        print(f"{Path(__file__).name}: error: {error}", file=sys.stderr)
+        return 2
     job = HfJob.start(args, ns.output_dir, ns.stop_file, ns.stop_check_every)
     config = BertConfig.from_pretrained(ns.config) if ns.config is not None else BertConfig(**BERT_LARGE)
     set_seed(ns.seed)  # pre-training starts from random weights, the same on every rank

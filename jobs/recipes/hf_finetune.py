@@ -50,6 +50,7 @@ from jobs.recipes.hf_job import HfJob, use_cpu
 from jobs.recipes.lm_data import TOKEN_SUFFIX, load_blocks
 from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY
 from jobs.training.config import CHECKPOINT_DIR_ENV, DEVICE_ENV, STOP_FILE_ENV
+from jobs.training.neuron import NeuronUnavailable
 
 
 def _fraction(text: str) -> float:
@@ -182,7 +183,11 @@ def load_model(ns: argparse.Namespace) -> PreTrainedModel:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = parse_args(argv)
-    args = training_arguments(ns)
+    try:
+        args = training_arguments(ns)
+    except NeuronUnavailable as error:  # the wrong image for the device asked for: say so, no traceback
+        print(f"{Path(__file__).name}: error: {error}", file=sys.stderr)
+        return 2
     job = HfJob.start(args, ns.output_dir, ns.stop_file, ns.stop_check_every)
     if ns.deepspeed and args.use_cpu:
         # With use_cpu, accelerate starts torch.distributed but not deepspeed.comm, and ZeRO-3's loading

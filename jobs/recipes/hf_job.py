@@ -17,6 +17,7 @@ from transformers import PrinterCallback, ProgressCallback, Trainer, TrainingArg
 from jobs.recipes.hf_checkpoints import JobContract, latest_complete_checkpoint, remove_torn
 from jobs.training.config import DEVICE_ENV
 from jobs.training.metrics import JsonLog
+from jobs.training.neuron import NeuronUnavailable
 from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
 
 FINAL_DIR = "final"
@@ -26,8 +27,17 @@ def use_cpu() -> bool:
     """Train on the CPU (gloo, CPU autocast) when there is no accelerator. On Trainium2/3 the job script sets
     SLURM_EKS_DEVICE=neuron and accelerate takes TorchNeuron's `neuron` device and `neuron` backend itself
     (accelerate 1.15 state.py: is_neuron_available -> MULTI_NEURON; Neuron docs: transformers, PEFT and accelerate
-    "run natively on TorchNeuron")."""
-    return not torch.cuda.is_available() and os.environ.get(DEVICE_ENV) != "neuron"
+    "run natively on TorchNeuron"); without a Neuron device there the job stops rather than train on the CPU."""
+    if os.environ.get(DEVICE_ENV) == "neuron":
+        from accelerate.utils import is_neuron_available  # the check accelerate picks the device with
+
+        if not is_neuron_available():
+            raise NeuronUnavailable(
+                f"{DEVICE_ENV}=neuron (a Trainium2/3 job script) but no Neuron device: TorchNeuron (pip torch-neuronx "
+                "2.13/2.14, Neuron 2.33 or newer) is missing from the image or reports no NeuronCore"
+            )
+        return False
+    return not torch.cuda.is_available()
 
 
 @dataclass

@@ -87,12 +87,29 @@ def test_a_stop_checkpoints_and_the_resumed_run_ends_with_the_uninterrupted_weig
         assert torch.equal(tensor, uninterrupted[name]), name
 
 
-def test_on_the_neuron_code_path_the_recipe_leaves_the_device_to_accelerate(root: Path, tmp_path: Path) -> None:
-    """SLURM_EKS_DEVICE=neuron (a Trainium2 job script's): the Trainer is not pinned to the CPU, so accelerate takes
-    TorchNeuron's device where torch.neuron reports one; the stand-in has none, so here it trains on the CPU."""
-    run = pretrain(root, tmp_path / "neuron", "--max-steps", "3", env={
-        "SLURM_EKS_DEVICE": "neuron", "PYTHONPATH": f"{runs.REPO}:{STANDINS}"})
-    assert run.last("done")["step"] == 3 and run.last("start")["device"] == "cpu"
+def test_on_trainium2_without_a_neuron_device_the_job_stops_with_one_line(root: Path, tmp_path: Path) -> None:
+    config, shards = _inputs(root)
+    cmd = [sys.executable, str(RECIPE), "--data", str(shards), "--config", str(config), *FLAGS,
+           "--output-dir", str(tmp_path)]  # fmt: skip
+    run = runs.launch(cmd, timeout=300, env={"HF_HUB_OFFLINE": "1", "SLURM_EKS_DEVICE": "neuron",
+                                             "PYTHONPATH": f"{runs.REPO}:{STANDINS}"})  # fmt: skip
+    assert run.rc == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert "bert_pretrain.py: error: SLURM_EKS_DEVICE=neuron (a Trainium2/3 job script) but no Neuron device" \
+        in run.stderr
+
+
+def test_where_accelerate_sees_a_neuron_device_the_trainer_is_not_pinned_to_the_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import accelerate.utils
+
+    from jobs.recipes.hf_job import use_cpu
+
+    monkeypatch.setenv("SLURM_EKS_DEVICE", "neuron")
+    monkeypatch.setattr(accelerate.utils, "is_neuron_available", lambda: True)
+    assert use_cpu() is False
+    monkeypatch.delenv("SLURM_EKS_DEVICE")
+    assert use_cpu() is not torch.cuda.is_available()
 
 
 def test_shards_in_another_format_are_refused_with_the_file_and_the_fix(tmp_path: Path) -> None:

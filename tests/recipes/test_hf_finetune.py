@@ -39,12 +39,13 @@ EventHook = Callable[[dict[str, object], subprocess.Popen[str]], None]
 
 
 def recipe(
-    model: Path, out: Path, *flags: str, on_event: EventHook | None = None, timeout: float = TIMEOUT_S
+    model: Path, out: Path, *flags: str, on_event: EventHook | None = None, timeout: float = TIMEOUT_S,
+    env: dict[str, str] | None = None,
 ) -> Run:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(RECIPE),
            "--model_name_or_path", str(model), "--dataset", str(model.parent / "data.jsonl"), *TINY, *flags,
            "--output-dir", str(out), "--stop-file", str(runs.stop_file(out))]  # fmt: skip
-    run = runs.launch(cmd, on_event, timeout, env={"HF_HUB_OFFLINE": "1"})
+    run = runs.launch(cmd, on_event, timeout, env={"HF_HUB_OFFLINE": "1", **(env or {})})
     assert run.rc == 0, run.stderr[-4000:]
     return run
 
@@ -90,6 +91,23 @@ def test_lora_trains_only_the_adapters(tiny_llama: Path, tmp_path: Path) -> None
     assert {n.split(".")[-3] for n in adapter} == {"q_proj", "v_proj"}  # ...self_attn.q_proj.lora_A.weight
     losses = [float(e["loss"]) for e in run.events if "loss" in e]  # type: ignore[arg-type]
     assert losses[-1] < losses[0]
+
+
+# A Trainium2 job script's environment, with the CPU stand-in of torch_neuronx (tests/standins): no Neuron device.
+NEURON_ENV = {"SLURM_EKS_DEVICE": "neuron", "PYTHONPATH": f"{runs.REPO}:{runs.REPO / 'tests' / 'standins'}"}
+
+
+def test_on_trainium2_without_a_neuron_device_the_job_stops_rather_than_train_on_the_cpu(
+    tiny_llama: Path, tmp_path: Path
+) -> None:
+    """SLURM_EKS_DEVICE=neuron leaves the device to accelerate (TorchNeuron's, where torch.neuron reports one);
+    an image without it stops at once with one line, not a week of CPU training."""
+    cmd = [sys.executable, str(RECIPE), "--model_name_or_path", str(tiny_llama), "--dataset",
+           str(tiny_llama.parent / "data.jsonl"), "--lora-r", "4", "--output-dir", str(tmp_path)]  # fmt: skip
+    run = runs.launch(cmd, timeout=TIMEOUT_S, env={"HF_HUB_OFFLINE": "1", **NEURON_ENV})
+    assert run.rc == 2 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert "hf_finetune.py: error: SLURM_EKS_DEVICE=neuron (a Trainium2/3 job script) but no Neuron device" \
+        in run.stderr
 
 
 def test_stop_file_preempts_and_the_resumed_run_matches(
