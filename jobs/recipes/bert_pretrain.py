@@ -28,9 +28,9 @@ if __package__ in (None, ""):  # run as a script (torchrun jobs/recipes/bert_pre
 from transformers import BertConfig, BertForPreTraining, TrainingArguments, set_seed
 
 from jobs.recipes.bert_data import PretrainingShards
-from jobs.recipes.hf_job import HfJob, use_cpu
+from jobs.recipes.hf_job import HfJob, check_contract, contract_arguments
 from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY
-from jobs.training.config import CHECKPOINT_DIR_ENV, DEVICE_ENV, STOP_FILE_ENV
+from jobs.training.config import CHECKPOINT_DIR_ENV, STOP_FILE_ENV
 from jobs.training.neuron import NeuronUnavailable
 
 # bert-large-uncased (google-bert/bert-large-uncased config.json): the tutorial's model.
@@ -80,23 +80,19 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = build_parser()
     ns = parser.parse_args(argv)
-    if ns.output_dir is None:
-        parser.error(f"give --output-dir, or set ${CHECKPOINT_DIR_ENV} (the rendered job scripts do)")
+    check_contract(parser, ns, on_xla="run AWS's archived tutorial script there")
     if not ns.data.is_dir():
         parser.error(f"--data {ns.data} is not a directory of HDF5 shards")
     if ns.config is not None and not (ns.config / "config.json").is_file():
         parser.error(f"--config {ns.config} has no config.json")
     if ns.warmup_steps >= ns.max_steps:
         parser.error(f"--warmup-steps {ns.warmup_steps} must be < --max-steps {ns.max_steps}")
-    if os.environ.get(DEVICE_ENV) == "xla":
-        parser.error("the recipe runs on CUDA GPUs, Trainium2/3 through TorchNeuron (SLURM_EKS_DEVICE=neuron) or the "
-                     "CPU; on the legacy torch-xla path (trn1) run AWS's archived tutorial script instead")
     return ns
 
 
 def training_arguments(ns: argparse.Namespace) -> TrainingArguments:
-    return TrainingArguments(
-        output_dir=str(ns.output_dir),
+    return contract_arguments(
+        ns.output_dir, ns.save_steps, ns.save_total_limit, ns.logging_steps, ns.seed,
         per_device_train_batch_size=ns.batch_size,
         gradient_accumulation_steps=ns.grad_accum,
         learning_rate=ns.lr,
@@ -105,15 +101,6 @@ def training_arguments(ns: argparse.Namespace) -> TrainingArguments:
         lr_scheduler_type="linear",  # the tutorial's: linear warmup, then linear decay to 0
         warmup_steps=ns.warmup_steps,
         bf16=ns.bf16,
-        save_strategy="steps",
-        save_steps=ns.save_steps,
-        save_total_limit=ns.save_total_limit,
-        logging_steps=ns.logging_steps,
-        seed=ns.seed,
-        use_cpu=use_cpu(),
-        remove_unused_columns=False,
-        report_to="none",
-        disable_tqdm=True,
     )
 
 

@@ -46,10 +46,10 @@ from transformers import (
     set_seed,
 )
 
-from jobs.recipes.hf_job import HfJob, use_cpu
+from jobs.recipes.hf_job import HfJob, check_contract, contract_arguments
 from jobs.recipes.lm_data import TOKEN_SUFFIX, load_blocks
 from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY
-from jobs.training.config import CHECKPOINT_DIR_ENV, DEVICE_ENV, STOP_FILE_ENV
+from jobs.training.config import CHECKPOINT_DIR_ENV, STOP_FILE_ENV
 from jobs.training.neuron import NeuronUnavailable
 
 
@@ -118,26 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = build_parser()
     ns = parser.parse_args(argv)
-    env_dir = os.environ.get(CHECKPOINT_DIR_ENV)
-    if ns.output_dir is None:
-        parser.error(f"give --output-dir, or set ${CHECKPOINT_DIR_ENV} (the rendered job scripts do)")
-    if env_dir and Path(env_dir).resolve() != ns.output_dir.resolve():
-        parser.error(f"--output-dir {ns.output_dir} is not ${CHECKPOINT_DIR_ENV} ({env_dir}), where the job "
-                     "script looks for DONE and PREEMPTED; drop --output-dir, or submit with "
-                     f"--export=ALL,{CHECKPOINT_DIR_ENV}={ns.output_dir}")  # fmt: skip
+    check_contract(parser, ns, on_xla="use jobs/train.py there")
     if not ns.model_name_or_path.is_dir():
         parser.error(f"--model_name_or_path {ns.model_name_or_path} is not a directory: the recipe loads a local "
                      "model only (download it to /shared first)")  # fmt: skip
-    if os.environ.get(DEVICE_ENV) == "xla":
-        parser.error("the recipe runs on CUDA GPUs, Trainium2/3 through TorchNeuron (SLURM_EKS_DEVICE=neuron) or the "
-                     "CPU; not on the legacy torch-xla path (trn1): use jobs/train.py there")
     return ns
 
 
 def training_arguments(ns: argparse.Namespace) -> TrainingArguments:
     """Before the model is loaded: with a ZeRO-3 config, from_pretrained then partitions it as it loads."""
-    return TrainingArguments(
-        output_dir=str(ns.output_dir),
+    return contract_arguments(
+        ns.output_dir, ns.save_steps, ns.save_total_limit, ns.logging_steps, ns.seed,
         per_device_train_batch_size=ns.per_device_train_batch_size,
         gradient_accumulation_steps=ns.gradient_accumulation_steps,
         learning_rate=ns.learning_rate,
@@ -151,17 +142,8 @@ def training_arguments(ns: argparse.Namespace) -> TrainingArguments:
         activation_checkpointing=ns.gradient_checkpointing,  # transformers 5's name for gradient_checkpointing
         # non-reentrant: gradients reach LoRA adapters even though the frozen embeddings need none
         activation_checkpointing_kwargs={"use_reentrant": False},
-        save_strategy="steps",
-        save_steps=ns.save_steps,
-        save_total_limit=ns.save_total_limit,
-        logging_steps=ns.logging_steps,
-        seed=ns.seed,
         deepspeed=str(ns.deepspeed) if ns.deepspeed else None,
-        use_cpu=use_cpu(),  # the gloo group (and bf16 autocast) on a CPU-only machine
-        remove_unused_columns=False,
         ddp_find_unused_parameters=False,  # every trainable weight is used in each step
-        report_to="none",
-        disable_tqdm=True,
     )
 
 

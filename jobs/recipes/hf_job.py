@@ -5,6 +5,7 @@ PREEMPTED / DONE markers and JSON events the job script and the tests read."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ import torch.distributed as dist
 from transformers import PrinterCallback, ProgressCallback, Trainer, TrainingArguments
 
 from jobs.recipes.hf_checkpoints import JobContract, latest_complete_checkpoint, remove_torn
-from jobs.training.config import DEVICE_ENV
+from jobs.training.config import CHECKPOINT_DIR_ENV, DEVICE_ENV
 from jobs.training.metrics import JsonLog
 from jobs.training.neuron import NeuronUnavailable
 from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
@@ -38,6 +39,40 @@ def use_cpu() -> bool:
             )
         return False
     return not torch.cuda.is_available()
+
+
+def check_contract(parser: argparse.ArgumentParser, ns: argparse.Namespace, on_xla: str) -> None:
+    """What every Trainer recipe refuses: no output directory, one other than the job script's (where it looks for
+    DONE and PREEMPTED), and the legacy torch-xla path (`on_xla` says what to run there instead)."""
+    env_dir = os.environ.get(CHECKPOINT_DIR_ENV)
+    if ns.output_dir is None:
+        parser.error(f"give --output-dir, or set ${CHECKPOINT_DIR_ENV} (the rendered job scripts do)")
+    if env_dir and Path(env_dir).resolve() != ns.output_dir.resolve():
+        parser.error(f"--output-dir {ns.output_dir} is not ${CHECKPOINT_DIR_ENV} ({env_dir}), where the job "
+                     "script looks for DONE and PREEMPTED; drop --output-dir, or submit with "
+                     f"--export=ALL,{CHECKPOINT_DIR_ENV}={ns.output_dir}")  # fmt: skip
+    if os.environ.get(DEVICE_ENV) == "xla":
+        parser.error("the recipe runs on CUDA GPUs, Trainium2/3 through TorchNeuron (SLURM_EKS_DEVICE=neuron) or the "
+                     f"CPU; not on the legacy torch-xla path (trn1): {on_xla}")
+
+
+def contract_arguments(output_dir: Path, save_steps: int, save_total_limit: int, logging_steps: int, seed: int,
+                       **training: Any) -> TrainingArguments:
+    """The Trainer's arguments the contract fixes (checkpoints every `save_steps`, JSON-only stdout, the device from
+    use_cpu()), with the recipe's own training ones."""
+    return TrainingArguments(
+        output_dir=str(output_dir),
+        save_strategy="steps",
+        save_steps=save_steps,
+        save_total_limit=save_total_limit,
+        logging_steps=logging_steps,
+        seed=seed,
+        use_cpu=use_cpu(),  # the gloo group (and bf16 autocast) on a CPU-only machine
+        remove_unused_columns=False,
+        report_to="none",
+        disable_tqdm=True,
+        **training,
+    )
 
 
 @dataclass
