@@ -28,12 +28,13 @@ if __package__ in (None, ""):  # run as a script (torchrun jobs/recipes/bert_pre
 from transformers import BertConfig, BertForPreTraining, TrainingArguments, set_seed
 
 from jobs.recipes.bert_data import PretrainingShards
-from jobs.recipes.hf_job import HfJob, check_contract, contract_arguments
+from jobs.recipes.hf_job import HfJob, check_contract, contract_arguments, device_arguments
 from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY
 from jobs.training.config import CHECKPOINT_DIR_ENV, STOP_FILE_ENV
-from jobs.training.neuron import NeuronUnavailable
 
-# bert-large-uncased (google-bert/bert-large-uncased config.json): the tutorial's model.
+# bert-large-uncased, the tutorial's model: 24 layers, hidden 1024, 16 heads (the Neuron tutorial); feed-forward 4H,
+# 512 positions and 2 segment types (Devlin et al. 2019, "BERT", section 3), and the 30,522 WordPiece ids of the
+# uncased release's vocab.txt (the shards' token ids must stay below it: jobs/recipes/bert_data.py checks).
 BERT_LARGE = {"vocab_size": 30522, "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
               "intermediate_size": 4096, "max_position_embeddings": 512, "type_vocab_size": 2}  # fmt: skip
 # The tutorial's phase 1 (dp_bert_large_hf_pretrain_hdf5.py defaults): AdamW, linear warmup then decay.
@@ -106,11 +107,7 @@ def training_arguments(ns: argparse.Namespace) -> TrainingArguments:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = parse_args(argv)
-    try:
-        args = training_arguments(ns)
-    except NeuronUnavailable as error:  # the wrong image for the device asked for: say so, no traceback
-        print(f"{Path(__file__).name}: error: {error}", file=sys.stderr)
-        return 2
+    args = device_arguments(lambda: training_arguments(ns), Path(__file__).name)
     job = HfJob.start(args, ns.output_dir, ns.stop_file, ns.stop_check_every)
     config = BertConfig.from_pretrained(ns.config) if ns.config is not None else BertConfig(**BERT_LARGE)
     set_seed(ns.seed)  # pre-training starts from random weights, the same on every rank

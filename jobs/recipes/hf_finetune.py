@@ -46,11 +46,10 @@ from transformers import (
     set_seed,
 )
 
-from jobs.recipes.hf_job import HfJob, check_contract, contract_arguments
+from jobs.recipes.hf_job import HfJob, check_contract, contract_arguments, device_arguments
 from jobs.recipes.lm_data import TOKEN_SUFFIX, load_blocks
 from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY
 from jobs.training.config import CHECKPOINT_DIR_ENV, STOP_FILE_ENV
-from jobs.training.neuron import NeuronUnavailable
 
 
 def _fraction(text: str) -> float:
@@ -165,11 +164,7 @@ def load_model(ns: argparse.Namespace) -> PreTrainedModel:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = parse_args(argv)
-    try:
-        args = training_arguments(ns)
-    except NeuronUnavailable as error:  # the wrong image for the device asked for: say so, no traceback
-        print(f"{Path(__file__).name}: error: {error}", file=sys.stderr)
-        return 2
+    args = device_arguments(lambda: training_arguments(ns), Path(__file__).name)
     job = HfJob.start(args, ns.output_dir, ns.stop_file, ns.stop_check_every)
     if ns.deepspeed and args.use_cpu:
         # With use_cpu, accelerate starts torch.distributed but not deepspeed.comm, and ZeRO-3's loading

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,16 @@ def use_cpu() -> bool:
             )
         return False
     return not torch.cuda.is_available()
+
+
+def device_arguments(make: Callable[[], TrainingArguments], recipe: str) -> TrainingArguments:
+    """The recipe's Trainer arguments, or exit 2 with one line when the job asks for a Neuron device it does not have
+    (the wrong image for the partition: no traceback, no training on the CPU)."""
+    try:
+        return make()
+    except NeuronUnavailable as error:
+        print(f"{recipe}: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def check_contract(parser: argparse.ArgumentParser, ns: argparse.Namespace, on_xla: str) -> None:

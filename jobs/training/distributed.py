@@ -84,7 +84,7 @@ def init_distributed(kind: str = "auto", timeout: timedelta = timedelta(minutes=
     else:  # plain `python train.py`: a one-rank group keeps every code path the same
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     if kind == "neuron":
-        device = neuron.device(device_type)
+        device = torch.device(device_type)  # this process's NeuronCore: each process sees only its own
         # Stop requests and the like on gloo, as on XLA: whatever the neuron backend does with CPU tensors.
         cpu_group = dist.new_group(backend="gloo")
     return DistEnv(dist.get_rank(), local_rank, dist.get_world_size(), device, cpu_group, kind)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import importlib
 
-import torch
 import torch.distributed as dist
 
 BACKEND = "neuron"  # the process-group backend torch_neuronx registers
@@ -58,8 +57,3 @@ def device_type() -> str:
 def process_group_backend(device: str) -> str:
     """The neuron backend for the device's tensors and gloo for CPU ones (a stand-in serving the CPU takes both)."""
     return f"cpu:{BACKEND}" if device == "cpu" else f"cpu:gloo,{device}:{BACKEND}"
-
-
-def device(device_type_: str) -> torch.device:
-    """This process's NeuronCore: the current device of its type (each process sees only its own core)."""
-    return torch.device(device_type_)

@@ -129,6 +129,23 @@ def advise(model: Model, partition: Partition, seq_len: int = DEFAULT_SEQ_LEN,
     if nodes is not None and not 1 <= nodes <= partition.max_nodes:
         raise AdviseError(f"--nodes {nodes} is outside partition {partition.name}'s 1 to {partition.max_nodes} "
                           f"(partitions.{partition.name}.maxNodes = {partition.max_nodes} in stack {partition.stack})")
+    try:
+        return _fit(model, partition, seq_len, global_batch, nodes, mfu, stacks_dir)
+    except AdviseError as error:
+        shorter = _shorter_that_fits(model, partition, seq_len, global_batch, nodes, mfu, stacks_dir)
+        if shorter is not None:  # the error still ends with a command that runs
+            raise AdviseError(f"{error}. At --seq-len {shorter.seq_len} (the same tokens a step) it fits on "
+                              f"{plural(shorter.chosen.layout.nodes, 'node')} as {shorter.chosen.layout.describe()}"
+                              f": {shorter.command}") from None  # fmt: skip
+        if partition.native_alternative is not None:
+            native = _on_native(model, partition.native_alternative, seq_len, global_batch, mfu, stacks_dir)
+            raise AdviseError(f"{error}. {native}") from None
+        raise
+
+
+def _fit(model: Model, partition: Partition, seq_len: int, global_batch: int, nodes: int | None, mfu: float,
+         stacks_dir: str | None) -> Advice:
+    """The search itself: the advice, or the error that says why nothing fits."""
     search = _Search(model, partition, regime_for(model.params), seq_len, global_batch)
     counts = [nodes] if nodes is not None else list(range(1, partition.max_nodes + 1))
     plain: tuple[Candidate, list[Option]] | None = None
@@ -144,16 +161,7 @@ def advise(model: Model, partition: Partition, seq_len: int = DEFAULT_SEQ_LEN,
             checkpointed = (fitting, options)
     found = plain or checkpointed
     if found is None:
-        error = search.does_not_fit(counts)
-        shorter = _shorter_that_fits(model, partition, seq_len, global_batch, nodes, mfu, stacks_dir)
-        if shorter is not None:  # the error still ends with a command that runs
-            error = AdviseError(f"{error}. At --seq-len {shorter.seq_len} (the same tokens a step) it fits on "
-                                f"{plural(shorter.chosen.layout.nodes, 'node')} as {shorter.chosen.layout.describe()}"
-                                f": {shorter.command}")  # fmt: skip
-        elif partition.native_alternative is not None:
-            native = _on_native(model, partition.native_alternative, seq_len, global_batch, mfu, stacks_dir)
-            error = AdviseError(f"{error}. {native}")
-        raise error
+        raise search.does_not_fit(counts)
     chosen, options = found
     fewer = checkpointed[0] if plain is not None and checkpointed is not None else None
     plain_nodes = None if plain is not None else search.fewest_nodes(checkpointing=False, skip=counts)
@@ -171,7 +179,7 @@ def _shorter_that_fits(model: Model, partition: Partition, seq_len: int, global_
     shorter = seq_len // 2
     while shorter >= SHORTEST_RETRY_SEQ_LEN and seq_len % shorter == 0:
         try:
-            return advise(model, partition, shorter, global_batch * (seq_len // shorter), nodes, mfu, stacks_dir)
+            return _fit(model, partition, shorter, global_batch * (seq_len // shorter), nodes, mfu, stacks_dir)
         except AdviseError:
             shorter //= 2
     return None

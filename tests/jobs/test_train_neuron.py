@@ -82,3 +82,18 @@ def test_without_torchneuron_the_job_says_which_package_and_device_it_needs(tmp_
     assert run.rc != 0 and "raise NeuronUnavailable" not in run.stderr, run.stderr[-3000:]
     assert "train.py: error: --device neuron needs TorchNeuron (pip torch-neuronx 2.13/2.14" in run.stderr
     assert "On trn1, or an image before Neuron 2.30, use --device xla" in run.stderr
+
+
+def test_a_torch_neuronx_without_the_neuron_backend_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The torch-xla plugin of the same name registers no `neuron` process-group backend: say so, not train."""
+    import torch.distributed as dist
+
+    from jobs.training import neuron
+
+    monkeypatch.setattr(neuron.importlib, "import_module", lambda name: None)
+    monkeypatch.setattr(dist.Backend, "backend_capability", {"gloo": ["cpu"]})
+    with pytest.raises(neuron.NeuronUnavailable, match="registered no 'neuron' process-group backend"):
+        neuron.device_type()
+    monkeypatch.setattr(dist.Backend, "backend_capability", {"neuron": ["neuron"]})
+    assert neuron.device_type() == "neuron"
+    assert neuron.process_group_backend("neuron") == "cpu:gloo,neuron:neuron"
