@@ -74,6 +74,18 @@ def training_torchrun() -> Path:
     return image if image.exists() else REPO / ".venv" / "bin" / "torchrun"
 
 
+# torch_neuronx's CPU stand-in (tests/standins/torch_neuronx): the `neuron` process-group and compile backends.
+TORCH_NEURONX_STANDIN = REPO / "tests" / "standins"
+
+
+def torchneuron_training() -> tuple[Path, dict[str, str]]:
+    """The torchrun and environment of a TorchNeuron image on the twin (what a Trainium2 partition's native job
+    runs: SLURM_EKS_DEVICE=neuron): TorchNeuron's torch line (torch-neuronx 2.13/2.14, docs/trainium.md) is this
+    repository's venv's torch 2.13, and its torch_neuronx the CPU stand-in, which serves the `neuron` backends on
+    CPU tensors. The job's own PYTHONPATH comes after it."""
+    return REPO / ".venv" / "bin" / "torchrun", {"PYTHONPATH": str(TORCH_NEURONX_STANDIN)}
+
+
 @dataclass
 class TwinPod:
     """A pod (running once started) and what the policies see of it."""
@@ -388,8 +400,14 @@ class Twin:
         devices = [(f"/usr/bin/{tool}", standins / "devices") for tool in ("nvidia-smi", "fi_info", "neuron-ls")]
         # The training image's launcher, which pyxis's container would have on PATH: the images' torch.
         torchrun = self.state / "standins" / "torchrun"
-        torchrun.write_text(f"#!/bin/sh\n# The twin's training environment: the torch the images ship.\n"
-                            f"exec {training_torchrun()} \"$@\"\n")
+        native, native_env = torchneuron_training()
+        torchrun.write_text(
+            "#!/bin/sh\n# The twin's training environment: the torch the images ship; a TorchNeuron job's (the native\n"
+            "# Trainium script exports SLURM_EKS_DEVICE=neuron) is the TorchNeuron image's (torchneuron_training).\n"
+            'if [ "${SLURM_EKS_DEVICE:-}" = neuron ]; then\n'
+            f'  PYTHONPATH="{native_env["PYTHONPATH"]}${{PYTHONPATH:+:$PYTHONPATH}}" exec {native} "$@"\n'
+            "fi\n"
+            f"exec {training_torchrun()} \"$@\"\n")
         torchrun.chmod(0o755)
         cli = self.state / "standins" / "slurm-eks"
         cli.write_text(f"#!/bin/sh\n# The job tooling on the login image: this repository's CLI.\n"

@@ -1,7 +1,8 @@
 """jobs/train.py on its Neuron code path (`--device neuron`, what the job script of a Trainium2/3 partition
-selects: TorchNeuron, jobs/training/neuron.py) under real torchrun on the images' torch, with the CPU stand-in of
-torch_neuronx (tests/standins): its `neuron` process-group backend carries every collective of a tensor x FSDP
-layout, and its `neuron` torch.compile backend compiles the blocks.
+selects: TorchNeuron, jobs/training/neuron.py) under real torchrun on TorchNeuron's torch line (2.13, this
+repository's venv: the environment the twin gives a TorchNeuron job, scripts/twin/cluster.py torchneuron_training),
+with the CPU stand-in of torch_neuronx (tests/standins): its `neuron` process-group backend carries every collective
+of a tensor x FSDP layout, and its `neuron` torch.compile backend compiles the blocks.
 
 What only a trn2 node shows (docs/trainium.md): the `neuron` device itself, its collectives over NeuronLink and
 EFA, the Neuron compiler, device memory, and DCP on Neuron tensors.
@@ -14,19 +15,22 @@ from pathlib import Path
 
 import pytest
 
+from scripts.twin.cluster import torchneuron_training
 from tests.jobs import runs
 from tests.jobs.runs import Run, once_at_step, stop_file
 
 pytestmark = pytest.mark.torch
 
-STANDINS = runs.REPO / "tests" / "standins"
-WITH_STANDIN = {"PYTHONPATH": os.pathsep.join((str(runs.REPO), str(STANDINS)))}
+TORCHRUN, NATIVE_ENV = torchneuron_training()
+PYTHON = str(TORCHRUN.with_name("python"))  # TorchNeuron's torch (2.13), not the legacy images' 2.9
+WITH_STANDIN = {"PYTHONPATH": os.pathsep.join((str(runs.REPO), NATIVE_ENV["PYTHONPATH"]))}
 LAYOUT = ["--fsdp", "--tp", "2", "--steps", "6", "--checkpoint-every", "4", "--warmup-steps", "2"]
 
 
 def neuron_run(ckpt: Path, flags: list[str], nproc: int = 4, env: dict[str, str] | None = None,
                **kwargs: object) -> Run:
-    return runs.torchrun(ckpt, ["--device", "neuron", *flags], nproc=nproc, env={**WITH_STANDIN, **(env or {})},
+    return runs.torchrun(ckpt, ["--device", "neuron", *flags], nproc=nproc, python=PYTHON,
+                         env={**WITH_STANDIN, **(env or {})},
                          timeout=300, **kwargs)  # type: ignore[arg-type]
 
 
@@ -49,7 +53,7 @@ def test_a_tensor_by_fsdp_layout_trains_on_the_neuron_code_path(reference: Run) 
 def test_the_neuron_path_computes_in_bf16_like_an_accelerator_not_like_the_cpu(tmp_path: Path, reference: Run) -> None:
     """Same flags on `--device cpu` (fp32 throughout) end elsewhere: the Neuron run took the accelerator's choices
     (FSDP2's bf16 MixedPrecisionPolicy), not the CPU's."""
-    cpu = runs.torchrun(tmp_path / "cpu", ["--device", "cpu", *LAYOUT], nproc=4, timeout=300)
+    cpu = runs.torchrun(tmp_path / "cpu", ["--device", "cpu", *LAYOUT], nproc=4, timeout=300, python=PYTHON)
     assert cpu.rc == 0, cpu.stderr[-3000:]
     assert cpu.last("start")["backend"] == "gloo"
     assert cpu.last("done")["params_sha256"] != reference.last("done")["params_sha256"]
@@ -77,7 +81,7 @@ def test_compile_goes_through_the_neuron_backend(tmp_path: Path) -> None:
 
 def test_without_torchneuron_the_job_says_which_package_and_device_it_needs(tmp_path: Path) -> None:
     run = runs.torchrun(tmp_path / "ckpt", ["--device", "neuron", "--steps", "2", "--warmup-steps", "1"], nproc=1,
-                        timeout=120)
+                        timeout=120, python=PYTHON)
     # torchrun reports the worker's exit with a traceback of its own; the worker printed the error alone.
     assert run.rc != 0 and "raise NeuronUnavailable" not in run.stderr, run.stderr[-3000:]
     assert "train.py: error: --device neuron needs TorchNeuron (pip torch-neuronx 2.13/2.14" in run.stderr

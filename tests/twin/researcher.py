@@ -34,6 +34,7 @@ class Researcher:
     twin: Twin
     user: str
     stack: str
+    stacks_dir: Path = REPO / "stacks"
 
     @property
     def home(self) -> str:
@@ -49,7 +50,7 @@ class Researcher:
         """`slurm-eks job render` into <home>/<name>.sbatch; returns that path."""
         path = f"{self.home}/{name}.sbatch"
         command = [str(SLURM_EKS), "job", "render", "--stack", self.stack, "--partition", partition,
-                   "--stacks-dir", str(REPO / "stacks"), "--job-name", name, *flags, "--", *entry]
+                   "--stacks-dir", str(self.stacks_dir), "--job-name", name, *flags, "--", *entry]
         self.sh(f"{shlex.join(command)} > {shlex.quote(path)}")
         return path
 

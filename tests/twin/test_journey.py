@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts.twin.cluster import Twin, training_torchrun
+from scripts.twin.cluster import Twin, torchneuron_training, training_torchrun
 from tests.twin.conftest import STATE_ROOT, USERS
-from tests.twin.researcher import REPO, TRAIN, Researcher, admin, events, wait_for
+from tests.twin.researcher import REPO, TRAIN, Job, Researcher, admin, events, wait_for
 
 pytestmark = [pytest.mark.twin]
 
@@ -39,14 +39,18 @@ RUN_BOUND_S = 600
 
 
 @cache
-def reference_hash(world_size: int, args: tuple[str, ...]) -> str:
-    """The same training as one uninterrupted torchrun with the same number of ranks, on this machine."""
-    directory = STATE_ROOT / f"reference-{world_size}-{len(args)}-{args[1]}"
+def reference_hash(world_size: int, args: tuple[str, ...], torchneuron: bool = False) -> str:
+    """The same training as one uninterrupted torchrun with the same number of ranks, on this machine, in the
+    training environment the job had (the TorchNeuron image's for a native Trainium job)."""
+    directory = STATE_ROOT / f"reference-{world_size}-{len(args)}-{args[1]}-{int(torchneuron)}"
     shutil.rmtree(directory, ignore_errors=True)  # a run left there would be resumed, not repeated
+    torchrun, env = (torchneuron_training() if torchneuron else (training_torchrun(), {}))
+    if torchneuron:
+        env = {**env, "SLURM_EKS_DEVICE": "neuron"}
     result = subprocess.run(
-        [str(training_torchrun()), "--standalone", f"--nproc-per-node={world_size}",
+        [str(torchrun), "--standalone", f"--nproc-per-node={world_size}",
          str(TRAIN), *args, "--checkpoint-dir", str(directory)],
-        capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        capture_output=True, text=True, timeout=900, env={**os.environ, "OMP_NUM_THREADS": "1", **env})
     assert result.returncode == 0, result.stderr[-3000:]
     (done,) = [e for e in events(result.stdout) if e.get("event") == "done"]
     return str(done["params_sha256"])
@@ -62,6 +66,36 @@ def neuron_partitions(twin: Twin) -> set[str]:
             if "aws.amazon.com/neuron" in ((ns["spec"].get("slurmd") or {}).get("resources") or {}).get("limits", {})}
 
 
+def requeue_journey(twin: Twin, person: Researcher, partition: str, entry: list[str],
+                    one_worker_a_node: bool = False) -> tuple[Job, list[dict[str, object]]]:
+    """`job render` -> sbatch -> RUNNING on 2 nodes -> Slurm's USR2 -> checkpoint -> requeue -> resume ->
+    COMPLETED, checked at each step; returns the job and the events of its log."""
+    script = person.render(partition, RENDER_FLAGS, entry, name=f"journey-{partition}")
+    if one_worker_a_node:  # not one per NeuronCore: 2 x 32 (or 64) ranks do not fit 2 cores (README)
+        person.sh(f"sed -i 's/--nproc-per-node=[0-9]*/--nproc-per-node=1/' {script}")
+    job = person.sbatch(script, partition)
+    log = twin.state / "claims" / "fsx-shared" / "logs" / person.user / f"journey-{partition}-{job.id}.out"
+    _state, _reason, nodes = wait_for(twin, job, ("RUNNING",), START_BOUND_S, log)
+    assert len(admin(twin, f"scontrol show hostnames {nodes}").stdout.split()) == 2, f"{job.where}: on {nodes}"
+    # Slurm's time-limit warning: the batch shell's trap asks training to stop; it checkpoints and requeues.
+    wait_for(twin, job, ("PENDING",), RUN_BOUND_S, log, reason="BeginTime")
+    text = log.read_text()
+    preempted = [e for e in events(text) if e.get("event") == "preempted"]
+    assert "slurm-eks: USR2" in text and preempted, f"{job.where}: requeued without a USR2 checkpoint\n{text}"
+    # A requeued job waits for its credential to expire (AuthInfo cred_expire, 120 s by default); an operator
+    # lets it go now, and gives the second run the time to finish.
+    admin(twin, f"scontrol update JobId={job.id} TimeLimit=20 && scontrol update JobId={job.id} StartTime=now")
+    wait_for(twin, job, ("COMPLETED",), RUN_BOUND_S, log)
+    text = log.read_text()
+    resumed = [e for e in events(text) if e.get("event") == "resumed"]
+    assert resumed and resumed[0]["step"] == preempted[0]["step"], f"{job.where}: did not resume\n{text}"
+    # Its checkpoints are its own: under the person's private directory, in one of this job's.
+    saved = {str(Path(e["path"]).parent) for e in events(text) if e.get("event") == "checkpoint"}
+    assert saved == {f"/shared/checkpoints/{person.user}/journey-{partition}-{job.id}"}, (
+        f"{job.where}: checkpoints in {sorted(saved)}, not in a directory of this person's and this job's")
+    return job, events(text)
+
+
 # Each partition in turn trains twice (the requeued run and the reference): prod's three partitions at the step
 # counts above took over 874 s on an idle 2-core machine, past the suite's 900 s default.
 @pytest.mark.timeout(1800)
@@ -71,33 +105,12 @@ def test_every_partition_trains_through_a_time_limit_requeue_to_the_reference(st
     for partition in partitions(twin):
         neuron = partition in neuron_partitions(twin)
         args = (*STEPS[neuron], *SHAPE)
+        # Prod's Trainium partition is trn1: the legacy torch-xla job, its entry point on the CPU here.
         entry = [str(TRAIN), *args, *(["--device", "cpu"] if neuron else [])]
-        script = person.render(partition, RENDER_FLAGS, entry, name=f"journey-{partition}")
-        if neuron:  # one worker per node, not one per NeuronCore: 2 x 32 ranks do not fit 2 cores (README)
-            person.sh(f"sed -i 's/--nproc-per-node=[0-9]*/--nproc-per-node=1/' {script}")
-        job = person.sbatch(script, partition)
-        log = twin.state / "claims" / "fsx-shared" / "logs" / person.user / f"journey-{partition}-{job.id}.out"
-        _state, _reason, nodes = wait_for(twin, job, ("RUNNING",), START_BOUND_S, log)
-        assert len(admin(twin, f"scontrol show hostnames {nodes}").stdout.split()) == 2, f"{job.where}: on {nodes}"
-        # Slurm's time-limit warning: the batch shell's trap asks training to stop; it checkpoints and requeues.
-        wait_for(twin, job, ("PENDING",), RUN_BOUND_S, log, reason="BeginTime")
-        text = log.read_text()
-        preempted = [e for e in events(text) if e.get("event") == "preempted"]
-        assert "slurm-eks: USR2" in text and preempted, f"{job.where}: requeued without a USR2 checkpoint\n{text}"
-        # A requeued job waits for its credential to expire (AuthInfo cred_expire, 120 s by default); an operator
-        # lets it go now, and gives the second run the time to finish.
-        admin(twin, f"scontrol update JobId={job.id} TimeLimit=20 && scontrol update JobId={job.id} StartTime=now")
-        wait_for(twin, job, ("COMPLETED",), RUN_BOUND_S, log)
-        text = log.read_text()
-        resumed = [e for e in events(text) if e.get("event") == "resumed"]
-        assert resumed and resumed[0]["step"] == preempted[0]["step"], f"{job.where}: did not resume\n{text}"
-        # Its checkpoints are its own: under the person's private directory, in one of this job's.
-        saved = {str(Path(e["path"]).parent) for e in events(text) if e.get("event") == "checkpoint"}
-        assert saved == {f"/shared/checkpoints/{person.user}/journey-{partition}-{job.id}"}, (
-            f"{job.where}: checkpoints in {sorted(saved)}, not in a directory of this person's and this job's")
-        (done,) = [e for e in events(text) if e.get("event") == "done"]
-        (start,) = [e for e in events(text) if e.get("event") == "start"][:1]
-        assert done["params_sha256"] == reference_hash(int(start["world_size"]), args), (
+        job, logged = requeue_journey(twin, person, partition, entry, one_worker_a_node=neuron)
+        (done,) = [e for e in logged if e.get("event") == "done"]
+        (start,) = [e for e in logged if e.get("event") == "start"][:1]
+        assert done["params_sha256"] == reference_hash(int(start["world_size"]), args), (  # type: ignore[arg-type]
             f"{job.where}: the resumed run's parameters differ from an uninterrupted run's")
 
 
