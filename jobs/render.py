@@ -81,6 +81,9 @@ class JobTarget:
     checkpoint_root: str
     stack: str | None = None
     max_nodes: int | None = None  # the partition's maxNodes; None: no limit known (the local cluster)
+    # The partition's maxTime: a longer --time pends forever, reason PartitionTimeLimit ("The job's time limit exceeds
+    # its partition's current time limit", squeue(1) of Slurm 25.11).
+    max_time: str | None = None
     # Trainium only: TorchNeuron ("native") or the legacy torch-xla path (jobs/neuron_runtime.py)
     neuron_runtime: NeuronRuntime | None = None
     checkpoint_write_mb_s: float | None = None  # what /shared writes a checkpoint at; None: unknown
@@ -170,6 +173,7 @@ def target_for_partition(
         checkpoint_root=f"{SHARED}/checkpoints",
         stack=stack,
         max_nodes=partition.max_nodes,
+        max_time=partition.max_time,
         checkpoint_write_mb_s=fsx_write_mb_s(config.storage.fsx),
         neuron_runtime=runtime,
     )
@@ -368,10 +372,18 @@ def _check_request(target: JobTarget, entry: list[str], nodes: int, time: str, l
         raise RenderError(
             f"--time {time!r} is not a Slurm time limit; use minutes, HH:MM:SS, D-HH:MM:SS or UNLIMITED"
         ) from None
+    limit = slurm_time_seconds(time)
+    most = slurm_time_seconds(target.max_time) if target.max_time else None
+    if most is not None and (limit is None or limit > most):
+        where = f" in stack {target.stack}" if target.stack else ""
+        raise RenderError(
+            f"--time {time} is longer than partition {target.partition} allows (partitions.{target.partition}."
+            f"maxTime = {target.max_time}{where}): Slurm would keep the job pending forever (PartitionTimeLimit); "
+            f"use --time {target.max_time} or less, or raise maxTime"
+        )
     how = f" ({lead.formula})" if lead.formula else ""
     if not 0 <= lead.seconds <= MAX_SIGNAL_LEAD_S:
         raise RenderError(f"signal lead {lead.seconds} s{how} is outside sbatch's 0-{MAX_SIGNAL_LEAD_S} s")
-    limit = slurm_time_seconds(time)
     if limit is not None and lead.seconds >= limit:
         raise RenderError(
             f"signal lead {lead.seconds} s{how} is not shorter than --time {time} ({limit} s): the job would "
@@ -397,13 +409,17 @@ def render_job(
     target: JobTarget,
     entry: list[str],
     nodes: int = 1,
-    time: str = "UNLIMITED",
+    time: str | None = None,
     job_name: str | None = None,
     lead: SignalLead = DEFAULT_LEAD,
     max_requeues: int = DEFAULT_MAX_REQUEUES,
     torchrun_restarts: int = DEFAULT_TORCHRUN_RESTARTS,
 ) -> str:
+    """The sbatch script; `time` defaults to the partition's maxTime (UNLIMITED where it has none)."""
+    time = time or target.max_time or "UNLIMITED"
     _check_request(target, entry, nodes, time, lead)
+    if max_requeues < 0:
+        raise RenderError(f"--max-requeues {max_requeues}: give 0 (never requeue after a preemption) or more")
     name = job_name or re.sub(r"[^A-Za-z0-9_.-]", "-", Path(entry[0]).stem) or "train"
     image = container_image(target.image, target.shared_root) if target.image else None
     container = ""

@@ -6,7 +6,6 @@ and `kubernetes.io/role/internal-elb` so internal load balancers (the login NLB)
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ import pulumi_aws as aws
 
 from components.aws.iam import assume_role_policy
 from components.config import cluster as cfg
+from components.config.subnet_layout import subnet_layout
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
 # Flow log delivery to CloudWatch Logs: the role VPC Flow Logs assumes and what it may do (Amazon VPC User Guide,
@@ -67,16 +67,6 @@ def flow_log_policy(log_group_arn: str) -> dict[str, Any]:
         {"Effect": "Allow", "Action": FLOW_LOG_STREAM_ACTIONS, "Resource": f"{log_group_arn}:log-stream:*"},
         {"Effect": "Allow", "Action": "logs:DescribeLogStreams", "Resource": f"{log_group_arn}:*"},
         {"Effect": "Allow", "Action": "logs:DescribeLogGroups", "Resource": "*"}]}
-
-
-def subnet_layout(vpc_cidr: str, zones: int) -> tuple[list[str], list[str]]:
-    """Private subnets take the first eighths of the VPC (one per zone, /19 of a /16: pods need
-    addresses); the last eighth is cut into small public subnets that only hold NAT gateways and
-    internet-facing load balancers."""
-    eighths = list(ipaddress.ip_network(vpc_cidr).subnets(prefixlen_diff=3))
-    private = [str(n) for n in eighths[:zones]]
-    public = [str(n) for n in list(eighths[-1].subnets(prefixlen_diff=3))[:zones]]
-    return private, public
 
 
 class Network(pulumi.ComponentResource):

@@ -18,6 +18,17 @@ STACKS_DIR = PROJECT_ROOT / "stacks"
 
 
 def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
+    """stacks_dir/Pulumi.<stack>.yaml; ConfigError when `stack` is a path (`--stack stacks/Pulumi.dev.yaml`)
+    rather than a name, saying which name and directory to give."""
+    if "/" in stack or stack.endswith((".yaml", ".yml")):
+        given = Path(stack)
+        name = given.name.removeprefix("Pulumi.").removesuffix(".yaml").removesuffix(".yml")
+        elsewhere = given.parent.resolve() != stacks_dir.resolve() and str(given.parent) != "."
+        where = f" --stacks-dir {given.parent}" if elsewhere else ""
+        raise ConfigError([Finding(rule="stack-file", severity="error", value=stack,
+                                   message="--stack takes a stack's name, not its file",
+                                   fix=f"--stack {name}{where} (the file is <stacks-dir>/Pulumi.<stack>.yaml)")],
+                          stack)
     return stacks_dir / f"Pulumi.{stack}.yaml"
 
 
@@ -40,6 +51,9 @@ def read_pulumi_config(path: Path) -> dict[str, Any]:
     try:
         document = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
+        for mark in (getattr(exc, "context_mark", None), getattr(exc, "problem_mark", None)):
+            if mark is not None:  # the file's name in "in ..., line 3", not "<unicode string>"; the snippet stays
+                mark.name = str(path)
         raise fail(f"not valid YAML: {exc}", "fix the YAML syntax at the line shown") from None
     config = document.get("config") if isinstance(document, dict) else None
     if not isinstance(config, dict):

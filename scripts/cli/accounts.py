@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR, load_stack
@@ -40,7 +41,7 @@ def _failed(exc: AccountsError) -> typer.Exit:
     if isinstance(exc, DocumentError):
         print_findings([document_finding(exc)])
     else:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
     return typer.Exit(1)
 
 

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from components.catalog import CATALOG
@@ -83,13 +84,18 @@ def cost(
     except ConfigError as exc:
         raise fail_config(exc, Format.json if format is CostFormat.json else Format.text) from None
     except (OSError, ValueError, KeyError) as exc:
-        err.print(f"[red]error:[/] cannot read the plan or the price table: {exc}", highlight=False)
+        err.print(f"[red]error:[/] cannot read the plan or the price table: {escape(str(exc))}", highlight=False)
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    if plan.stack != stack:  # a plan of another stack would be priced under this one's name
+        err.print(f"error: --plan {plan_dir} is a plan of stack {plan.stack}, not {stack}: give --stack "
+                  f"{plan.stack}, or a plan of {stack} (`slurm-eks plan --stack {stack} --out DIR`)",
+                  markup=False, highlight=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT)
     if refresh_prices:
         try:
             unpriced = refresh(prices, plan)
         except (BotoCoreError, ClientError) as exc:
-            err.print(f"[red]error:[/] the Price List API did not answer: {exc}", highlight=False)
+            err.print(f"[red]error:[/] the Price List API did not answer: {escape(str(exc))}", highlight=False)
             err.print("set AWS credentials (pricing:GetProducts) and check the network", highlight=False)
             raise typer.Exit(CONFIG_ERROR_EXIT) from None
         err.print(f"refreshed {plan.outputs['region']} instance prices in {prices.path}"

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 import yaml
+from rich.markup import escape
 
 from components.config.problems import ConfigError
 from components.config.stackfile import load_stack
@@ -49,6 +50,6 @@ def render_command(
     try:
         objects = render(kind.value, config, stack, pool, workers, image, entry)
     except K8sRenderError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
     typer.echo(yaml.dump_all(objects, Dumper=_NoAliases, sort_keys=False), nl=False)

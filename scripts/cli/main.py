@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from collections import Counter, defaultdict
 from enum import StrEnum
 from pathlib import Path
@@ -9,6 +11,7 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 from rich.tree import Tree
 
@@ -25,7 +28,16 @@ from scripts.cli.gitops import gitops_app
 from scripts.cli.k8s import k8s_app
 from scripts.cli.policy import policy
 from scripts.cli.preflight import preflight
-from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, FormatOpt, err, fail_config, print_findings, report
+from scripts.cli.problems import (
+    CONFIG_ERROR_EXIT,
+    INTERRUPTED_EXIT,
+    Format,
+    FormatOpt,
+    err,
+    fail_config,
+    print_findings,
+    report,
+)
 from scripts.cli.slurm import job_app, local_app
 from scripts.cost.price_table import PriceTable
 from scripts.cost.render import plan_cost_change
@@ -129,15 +141,22 @@ def plan(
 
     target = out_dir or Path("build") / stack
     if target.exists() and not target.is_dir():
-        err.print(f"[red]error:[/] --out {target} is a file; give a directory (it is created if missing)",
-                  highlight=False)
+        err.print(f"[red]error:[/] --out {escape(str(target))} is a file; give a directory (it is created if "
+                  "missing)", highlight=False)
         raise typer.Exit(CONFIG_ERROR_EXIT)
+    _check_writable(target)  # before the plan's seconds, not after
     try:
         result, warnings = run_plan(stack, stacks_dir)
+        print_findings(warnings)
+        write_plan(result, target)
     except ConfigError as exc:
         raise fail_config(exc) from None
-    print_findings(warnings)
-    write_plan(result, target)
+    except KeyboardInterrupt:
+        left = (f"the previous plan in {target} is unchanged" if (target / "plan.json").exists()
+                else f"no plan in {target}")
+        err.print(f"interrupted: {left} (write_plan replaces a plan whole or not at all)", markup=False,
+                  highlight=False)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
     out.print(resource_tree(result))
     out.print(f"wrote {target / 'plan.json'} ({plural(len(result.resources), 'resource')}) and "
               f"{target / 'manifests'}/ ({plural(len(result.manifests()), 'Kubernetes object')})", highlight=False)
@@ -155,7 +174,7 @@ def diff(
     try:
         before, after = Plan.load(old), Plan.load(new)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        err.print(f"[red]cannot read plan: {exc}[/] (make one with `slurm-eks plan --stack S --out DIR`)")
+        err.print(f"[red]cannot read plan: {escape(str(exc))}[/] (make one with `slurm-eks plan --stack S --out DIR`)")
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
     result = diff_plans(before, after)
     text = render_markdown(result, title) if format is DiffFormat.markdown else render_text(result)
@@ -164,6 +183,18 @@ def diff(
     typer.echo(text, nl=False)
     if exit_code and not result.empty:
         raise typer.Exit(1)
+
+
+def _check_writable(directory: Path) -> None:
+    """Exit 2 with one line when plans cannot be written into `directory`; creates nothing (a bad config must
+    leave no directory behind), it looks at the nearest part of the path that exists."""
+    existing = next(p for p in (directory, *directory.parents) if p.exists() or p == p.parent)
+    problem = (os.strerror(errno.ENOTDIR) if not existing.is_dir()
+               else os.strerror(errno.EACCES) if not os.access(existing, os.W_OK | os.X_OK) else None)
+    if problem:
+        err.print(f"error: --out {directory}: cannot write a plan there ({problem}); give a directory you can "
+                  "write, such as build/<stack> (the default)", markup=False, highlight=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT)
 
 
 def resource_tree(plan: Plan) -> Tree:
@@ -187,7 +218,3 @@ def resource_tree(plan: Plan) -> Tree:
     root = Tree(f"[bold]{plan.project}-{plan.stack}[/] ({plural(len(plan.resources), 'resource')})")
     grow(root, None)
     return root
-
-
-def main() -> None:
-    app()

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR, load_stack
@@ -42,7 +43,7 @@ def preflight(
         with err.status(f"checking account {identity.account} in {identity.region} ..."):
             results = run_checks(session, config, CHECKS)
     except AwsUnavailable as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         err.print("set AWS credentials (aws configure, AWS_PROFILE, or --profile) and check the network; "
                   "preflight only reads", highlight=False)
         raise typer.Exit(CANNOT_RUN_EXIT) from None

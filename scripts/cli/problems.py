@@ -14,8 +14,8 @@ from rich.text import Text
 from components.config.problems import ConfigError
 from components.findings import Finding
 from components.findings_render import render_json, render_markdown, render_text
+from scripts.cli.exits import CONFIG_ERROR_EXIT, INTERRUPTED_EXIT  # noqa: F401 (the commands import them from here)
 
-CONFIG_ERROR_EXIT = 2
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 STYLE = {"error": "red", "warning": "yellow", "info": "green"}

@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from components.config.problems import ConfigError
@@ -71,7 +72,7 @@ def clear_errors() -> Iterator[None]:
     try:
         yield
     except (client.JobClientError, local.LocalSlurmError) as exc:
-        errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
         raise typer.Exit(1) from None
 
 
@@ -84,7 +85,7 @@ def render_errors() -> Iterator[None]:
         errors.print(exc.render(), highlight=False, markup=False)
         raise typer.Exit(2) from None
     except render.RenderError as exc:
-        errors.print(f"[red]error:[/red] {exc}", highlight=False)
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
 
 

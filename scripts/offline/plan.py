@@ -9,11 +9,17 @@ loop").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import os
 import runpy
 import shutil
-from collections.abc import Callable
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +57,35 @@ def run_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[Plan, list[Find
         raise ConfigError(missing, str(path))
     mocks = RealisticMocks(region=config.region, cluster_name=config.name_for(stack))
     pulumi.runtime.set_all_config({k: _config_string(v) for k, v in pulumi_config.items()})
-    plan = record(lambda: runpy.run_path(str(PROGRAM), run_name="__main__"), stack, mocks)
+    with _exit_on_interrupt():
+        plan = record(lambda: runpy.run_path(str(PROGRAM), run_name="__main__"), stack, mocks)
     plan.nodes = node_security_groups(plan)
     return plan, warnings
+
+
+INTERRUPTED_EXIT = 130  # 128 + SIGINT (scripts/cli/exits.py)
+
+
+@contextlib.contextmanager
+def _exit_on_interrupt() -> Iterator[None]:
+    """Ctrl-C while the program runs under the mocks ends the process at once: Pulumi's runtime catches the
+    KeyboardInterrupt inside one of its tasks and the event loop then waits forever for it. Nothing has been
+    written by then (the plan is in memory), so there is nothing to clean up. Only the main thread can set a
+    signal handler; elsewhere (a worker thread of a test) the default stays."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(signum: int, frame: object) -> None:
+        sys.stderr.write("interrupted while planning: nothing was written\n")
+        sys.stderr.flush()
+        os._exit(INTERRUPTED_EXIT)
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _ensure_event_loop() -> None:
@@ -89,14 +121,25 @@ def _config_string(value: Any) -> str:
 
 
 def write_plan(plan: Plan, out: Path) -> None:
-    """`out/plan.json` plus `out/manifests/`, one YAML document per Kubernetes object."""
+    """`out/plan.json` plus `out/manifests/`, one YAML document per Kubernetes object. An interruption (Ctrl-C, a
+    full disk) leaves the previous plan or none, never a plan.json beside another plan's manifests: everything is
+    written into a staging directory inside `out` first, then plan.json goes, the manifests are swapped in, and the
+    new plan.json comes last (`diff` reads plan.json: no plan.json, no plan)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "plan.json").write_text(plan.to_json())
-    manifests = out / "manifests"
-    shutil.rmtree(manifests, ignore_errors=True)
-    manifests.mkdir()
-    for doc in plan.manifests():
-        (manifests / manifest_filename(doc)).write_text(yaml.safe_dump(_kubectl_order(doc), sort_keys=False))
+    stage = Path(tempfile.mkdtemp(prefix=".plan-", dir=out))
+    try:
+        staged = stage / "manifests"
+        staged.mkdir()
+        for doc in plan.manifests():
+            (staged / manifest_filename(doc)).write_text(yaml.safe_dump(_kubectl_order(doc), sort_keys=False))
+        (stage / "plan.json").write_text(plan.to_json())
+        (out / "plan.json").unlink(missing_ok=True)  # from here to the last rename there is no plan
+        if (out / "manifests").exists():
+            (out / "manifests").rename(stage / "previous-manifests")
+        staged.rename(out / "manifests")
+        (stage / "plan.json").rename(out / "plan.json")
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def _kubectl_order(doc: dict[str, Any]) -> dict[str, Any]:

@@ -110,7 +110,7 @@ def test_validate_with_crds_checks_every_manifest(tmp_path: Path, crds_dir: Path
 def test_validate_with_crds_without_the_manifests_extra_says_what_to_install(crds_dir: Path) -> None:
     # `make plan` installs the runtime only: jsonschema (the `manifests` extra) is then missing.
     code = ("import sys; sys.modules['jsonschema'] = None; sys.argv = ['slurm-eks', *sys.argv[1:]]\n"
-            "from scripts.cli.main import main; main()")
+            "from scripts.cli.entry import main; main()")
     result = subprocess.run([sys.executable, "-c", code, "validate", "--stack", "dev", "--crds", str(crds_dir)],
                             cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr
@@ -133,3 +133,20 @@ def test_validate_counts_read_in_the_singular_and_plural(tmp_path: Path) -> None
     assert "1 error in slurm-eks:cluster" in result.stderr and "1 errors" not in result.stderr
     ok = run("validate", "--stack", "dev")
     assert "1 partitions" not in ok.stdout and "1 warnings" not in ok.stdout
+
+
+def test_messages_keep_their_brackets_and_name_the_file(tmp_path: Path) -> None:
+    """Terminal markup never eats a message: a YAML error's snippet keeps `[bold]` and `[...]` as written."""
+    (tmp_path / "Pulumi.bad.yaml").write_text("config:\n  slurm-eks:cluster:\n    region: [us-west-2, [bold]x]]\n")
+    result = run("validate", "--stack", "bad", "--stacks-dir", str(tmp_path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "region: [us-west-2, [bold]x]]" in result.stderr and "<unicode string>" not in result.stderr
+    assert f'in "{tmp_path / "Pulumi.bad.yaml"}", line 3' in result.stderr
+
+
+def test_a_stack_file_given_as_the_stack_is_answered_with_its_name() -> None:
+    result = run("validate", "--stack", "stacks/Pulumi.dev.yaml")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--stack takes a stack's name, not its file" in result.stderr
+    assert "fix: --stack dev (the file is <stacks-dir>/Pulumi.<stack>.yaml)" in result.stderr
+    assert "(none)" not in result.stderr

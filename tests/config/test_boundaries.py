@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from components.aws.vpc import subnet_layout
 from components.config.slinky_releases import pinning_problem
+from components.config.subnet_layout import subnet_layout
 from tests.config.helpers import problems_of_rule, raw_config
 
 

@@ -15,7 +15,10 @@ from tests.config.team_cases import TEAM_CASES
 
 # rule -> (stack to start from, mutation, expected path, words the message must hold)
 CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
-    "region": [("dev", set_at("region", "oregon"), "region", "not an AWS region")],
+    "region": [("dev", set_at("region", "oregon"), "region", "not an AWS region"),
+               ("dev", set_at("region", "us-west-9"), "region", "not a region AWS has")],
+    "max-nodes-addresses": [("prod", set_at("partitions.gpu-h100.maxNodes", 100_000_000),
+                             "partitions.gpu-h100.maxNodes", "more than the 24561 addresses")],
     "kubernetes-version": [
         ("dev", set_at("kubernetesVersion", "1.28"), "kubernetesVersion", "1.29 and newer"),
         ("dev", set_at("kubernetesVersion", "v1.30"), "kubernetesVersion", "not a Kubernetes minor version"),

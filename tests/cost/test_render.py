@@ -76,10 +76,20 @@ def test_refresh_without_credentials_is_a_clear_error(monkeypatch: pytest.Monkey
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     write_plan(plan("us-west-2"), tmp_path / "p")
     shutil.copy(TABLE_PATH, tmp_path / "prices.json")
-    result = CliRunner().invoke(app, ["cost", "--stack", "prod", "--plan", str(tmp_path / "p"), "--refresh",
+    result = CliRunner().invoke(app, ["cost", "--stack", "s", "--plan", str(tmp_path / "p"), "--refresh",
                                       "--prices", str(tmp_path / "prices.json")])
     assert result.exit_code == 2 and "the Price List API did not answer" in result.output
     assert (tmp_path / "prices.json").read_text() == TABLE_PATH.read_text()  # nothing written
+
+
+def test_a_plan_of_another_stack_is_not_priced_under_this_ones_name(tmp_path: Path) -> None:
+    write_plan(plan("us-west-2"), tmp_path / "p")  # a plan of stack "s"
+    result = CliRunner().invoke(app, ["cost", "--stack", "prod", "--plan", str(tmp_path / "p")],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.strip() == (f"error: --plan {tmp_path / 'p'} is a plan of stack s, not prod: give --stack s, "
+                                     "or a plan of prod (`slurm-eks plan --stack prod --out DIR`)")
+    assert CliRunner().invoke(app, ["cost", "--stack", "s", "--plan", str(tmp_path / "p")]).exit_code == 0
 
 
 def test_no_changes_no_cost_line(tmp_path: Path) -> None:

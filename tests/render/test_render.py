@@ -215,6 +215,28 @@ def test_render_command_names_max_nodes() -> None:
     assert "--nodes 9 is more than partition gpu-h100 can have (partitions.gpu-h100.maxNodes = 8" in result.output
 
 
+def test_a_time_limit_above_the_partitions_max_time_is_refused() -> None:
+    """Slurm would accept the job and keep it pending forever (PartitionTimeLimit, squeue(1)); say so at render."""
+    config, _ = load_stack("dev")  # gpu: maxTime 1-00:00:00
+    target = target_for_partition(config, "dev", "gpu", image=IMAGE)
+    assert "#SBATCH --time=1-00:00:00" in render_job(target, ENTRY, time="1-00:00:00")
+    assert "#SBATCH --time=23:59:00" in render_job(target, ENTRY, time="23:59:00")
+    for too_long in ("9-00:00:00", "1-00:01:00", "UNLIMITED"):
+        with pytest.raises(RenderError, match=rf"^--time {too_long} is longer than partition gpu allows "
+                           r"\(partitions\.gpu\.maxTime = 1-00:00:00 in stack dev\).*use --time 1-00:00:00 or less"):
+            render_job(target, ENTRY, time=too_long)
+
+
+def test_render_command_refuses_a_time_above_max_time_and_negative_requeues() -> None:
+    result = _render_cli("-s", "dev", "-p", "gpu", "--time", "9-00:00:00", "--", "jobs/train.py")
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "--time 9-00:00:00 is longer than partition gpu allows" in result.output
+    result = _render_cli("-s", "dev", "-p", "gpu", "--max-requeues", "-1", "--", "jobs/train.py")
+    assert result.exit_code == 2 and result.output.strip() == (
+        "error: --max-requeues -1: give 0 (never requeue after a preemption) or more")
+    assert _render_cli("-s", "dev", "-p", "gpu", "--max-requeues", "0", "--", "jobs/train.py").exit_code == 0
+
+
 # --- the signal lead ------------------------------------------------------------------------------------
 
 def test_the_lead_fits_the_final_checkpoint_at_the_stacks_fsx_throughput() -> None:

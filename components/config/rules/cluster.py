@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
+import importlib.util
+import json
 import re
 from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
 
 from components.config.addon_versions import ADDON_VERSIONS
 from components.config.cluster import ClusterConfig
@@ -20,10 +25,37 @@ def _kubernetes_minor(version: str) -> tuple[int, int] | None:
     return (1, int(m.group(1))) if m else None
 
 
+@cache
+def aws_regions() -> tuple[str, frozenset[str]]:
+    """botocore's version and the regions of every AWS partition its bundled partitions.json lists (the data
+    boto3 resolves endpoints from), read as a file: importing botocore would cost `validate` its start-up."""
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or not spec.submodule_search_locations:
+        return "", frozenset()
+    root = Path(next(iter(spec.submodule_search_locations)))
+    version = re.search(r"__version__ = '([^']+)'", (root / "__init__.py").read_text())
+    data = json.loads((root / "data" / "partitions.json").read_text())
+    regions = {r for part in data["partitions"] for r in part["regions"] if not r.endswith("-global")}
+    return (version.group(1) if version else "?"), frozenset(regions)
+
+
+def known_region(region: str) -> bool:
+    """True when `region` is a region AWS has (or botocore is missing, and nobody can tell)."""
+    _, regions = aws_regions()
+    return not regions or region in regions
+
+
 @rule("region")
 def region_format(c: ClusterConfig) -> Iterator[Found]:
     if not REGION.match(c.region):
         yield Found("region", c.region, "not an AWS region name", "use a region such as us-west-2")
+    elif not known_region(c.region):
+        version, regions = aws_regions()
+        close = difflib.get_close_matches(c.region, sorted(regions), n=1, cutoff=0.8)
+        hint = f"did you mean {close[0]}? " if close else ""
+        yield Found("region", c.region, f"not a region AWS has (botocore {version}'s partitions.json lists every "
+                    "region of every AWS partition)", f"{hint}use a region such as us-west-2; if AWS opened it after "
+                    f"botocore {version}, upgrade boto3")
 
 
 @rule("kubernetes-version")

@@ -7,7 +7,9 @@ import re
 from collections.abc import Iterator
 
 from components.config.cluster import ClusterConfig
+from components.config.rules.cluster import known_region
 from components.config.rules.registry import Found, node_groups, rule
+from components.config.subnet_layout import private_addresses
 from components.names import WORLD_CIDRS
 
 
@@ -41,6 +43,29 @@ def vpc_cidr_size(c: ClusterConfig) -> Iterator[Found]:
                         "use a block such as 10.0.0.0/16")
 
 
+@rule("max-nodes-addresses")
+def max_nodes_within_addresses(c: ClusterConfig) -> Iterator[Found]:
+    """A ceiling no quota lookup is needed for: every node takes at least its own address in the private subnets
+    (its pods take more), so node groups whose maxNodes add up past those addresses can never reach them, and a
+    typo such as maxNodes: 100000000 is caught here rather than priced. An adopted VPC's subnets are not known."""
+    net = c.network
+    if not net.vpc_cidr or not net.availability_zones:
+        return
+    try:
+        addresses = private_addresses(net.vpc_cidr, len(net.availability_zones))
+    except ValueError:
+        return  # a bad vpcCidr: vpc-cidr-size and the parser say so
+    groups = list(node_groups(c))
+    total = sum(g.max_nodes for _, g in groups)
+    if total > addresses:
+        largest = max(groups, key=lambda item: item[1].max_nodes)
+        yield Found(f"{largest[0]}.maxNodes", largest[1].max_nodes,
+                    f"the node groups' maxNodes add up to {total}, more than the {addresses} addresses of the "
+                    f"private subnets of {net.vpc_cidr} (every node takes one, its pods more): they can never all "
+                    "come up", "set maxNodes to the nodes the partition should ever have (a 512-GPU run is 64 "
+                    "nodes of 8 GPUs), or give a larger network.vpcCidr")
+
+
 @rule("availability-zones")
 def availability_zones(c: ClusterConfig) -> Iterator[Found]:
     zones = c.network.availability_zones
@@ -60,7 +85,14 @@ def availability_zones(c: ClusterConfig) -> Iterator[Found]:
     for i, zone in enumerate(zones):
         if not re.fullmatch(re.escape(c.region) + r"[a-z]", zone):
             yield Found(f"network.availabilityZones[{i}]", zone, f"not a zone of region {c.region}",
-                        f"use a zone name such as {c.region}a")
+                        _zone_fix(c.region, "use a zone name such as"))
+
+
+def _zone_fix(region: str, lead: str) -> str:
+    """A zone to suggest, never one of a region that does not exist (the region rule reports that)."""
+    if known_region(region):
+        return f"{lead} {region}a"
+    return f"fix `region` first ({region} is not a region AWS has), then {lead} <region>a"
 
 
 @rule("efa-zone")
@@ -77,7 +109,7 @@ def efa_zone(c: ClusterConfig) -> Iterator[Found]:
                     f"use one of {c.network.availability_zones}")
     if zone and not zone.startswith(c.region):
         yield Found("network.efaAvailabilityZone", zone, f"not a zone of region {c.region}",
-                    f"use a zone such as {c.region}a")
+                    _zone_fix(c.region, "use a zone such as"))
 
 
 
