@@ -20,7 +20,7 @@ from policy.model import ENFORCEMENT, SEVERITY, Enforcement, ResourceRule
 from policy.pack import PreviewResource
 from policy.pack_config import parse
 from policy.ruleset import RULES, evaluate
-from scripts.cli import check as check_command
+from scripts.checks import deploy as check_command  # scripts/cli/check.py imports check_stack when run
 from scripts.cli import policy as policy_command
 from scripts.cli.accounts import document_finding
 from scripts.cli.main import app

@@ -10,7 +10,6 @@ import typer
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR
 from components.findings import errors
-from scripts.checks.deploy import RULES, check_stack, summary
 from scripts.cli.problems import Format, FormatOpt, fail_config, report
 
 
@@ -21,6 +20,8 @@ def check(
 ) -> None:
     """Will `pulumi up` give a working cluster? Plan offline, then check who can reach whom (network), who
     may do what (iam) and what exists before what (order); exit 1 on an error."""
+    from scripts.checks.deploy import RULES, check_stack, summary  # a second of imports: not for --help
+
     try:
         plan, findings = check_stack(stack, stacks_dir)
     except ConfigError as exc:

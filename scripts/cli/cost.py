@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -22,7 +21,6 @@ from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR
 from components.findings_render import render_json
 from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, fail_config, print_findings
-from scripts.cost import price_list
 from scripts.cost.estimate import Estimate, estimate
 from scripts.cost.price_table import TABLE_PATH, PriceTable
 from scripts.cost.render import as_json, dollars, footnotes, gaps, total
@@ -56,6 +54,8 @@ def _plan(stack: str, stacks_dir: Path, plan_dir: Path | None) -> Plan:
 def refresh(prices: PriceTable, plan: Plan) -> list[str]:
     """Replace the plan region's instance prices with the Price List API's: every catalog type and every type the
     plan's node groups use. Returns the types EC2 has no on-demand price for."""
+    from scripts.cost import price_list  # boto3: a fifth of a second, for --refresh only
+
     region = plan.outputs["region"]
     wanted = set(CATALOG) | {t for r in plan.of_type("eks:index:ManagedNodeGroup") for t in r.inputs["instanceTypes"]}
     found = price_list.fetch_instance_prices(region, wanted)
@@ -92,6 +92,8 @@ def cost(
                   markup=False, highlight=False)
         raise typer.Exit(CONFIG_ERROR_EXIT)
     if refresh_prices:
+        from botocore.exceptions import BotoCoreError, ClientError
+
         try:
             unpriced = refresh(prices, plan)
         except (BotoCoreError, ClientError) as exc:

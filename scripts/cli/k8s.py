@@ -13,7 +13,6 @@ from rich.markup import escape
 from components.config.problems import ConfigError
 from components.config.stackfile import load_stack
 from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config
-from scripts.k8s.render import K8sRenderError, render
 
 
 class _NoAliases(yaml.SafeDumper):
@@ -43,6 +42,8 @@ def render_command(
         help="volcano: the training script and its arguments after --, run by torchrun on every node")] = None,
 ) -> None:
     """Write the objects for POOL's nodes as YAML on stdout (`kubectl apply -f -`); exit 2 on a bad request."""
+    from scripts.k8s.render import K8sRenderError, render  # the node builders import Pulumi: not for --help
+
     try:
         config, _ = load_stack(stack)
     except ConfigError as exc:

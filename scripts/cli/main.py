@@ -44,8 +44,23 @@ from scripts.cost.render import plan_cost_change
 from scripts.offline.diff import diff_plans, render_markdown, render_text
 from scripts.offline.plan_model import Plan
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# add_completion: Typer's own --install-completion and --show-completion; `slurm-eks completion SHELL` below.
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Slurm on Amazon EKS: plan offline, validate, diff, and run jobs.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"slurm-eks {version('slurm-eks')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                help="print the version and exit")] = False) -> None:
+    """Slurm on Amazon EKS: plan offline, validate, diff, and run jobs."""
 app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.add_typer(data_app, name="data")
@@ -66,6 +81,22 @@ StacksDirOpt = Annotated[Path, typer.Option(help="directory holding the Pulumi.<
 class DiffFormat(StrEnum):
     text = "text"
     markdown = "markdown"
+
+
+class Shell(StrEnum):
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+
+
+@app.command()
+def completion(shell: Annotated[Shell, typer.Argument(help="the shell to complete in")]) -> None:
+    """Print the shell's completion script: `eval "$(slurm-eks completion bash)"` in ~/.bashrc, `slurm-eks
+    completion fish > ~/.config/fish/completions/slurm-eks.fish`, `eval "$(slurm-eks completion zsh)"` in ~/.zshrc."""
+    # Typer's own script generator (what --show-completion prints for the detected shell; typer is pinned, 0.29.1).
+    from typer._completion_shared import get_completion_script
+
+    typer.echo(get_completion_script(prog_name="slurm-eks", complete_var="_SLURM_EKS_COMPLETE", shell=shell.value))
 
 
 @app.command()

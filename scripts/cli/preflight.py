@@ -18,8 +18,6 @@ from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR, load_stack
 from components.findings import Finding
 from scripts.cli.problems import Format, FormatOpt, fail_config, report
-from scripts.preflight.checks import CHECKS
-from scripts.preflight.runner import AwsUnavailable, failed, open_session, run_checks
 
 CANNOT_RUN_EXIT = 2
 COUNTED = {"info": "pass", "warning": "warn", "error": "fail"}  # a check's outcome, by its finding's severity
@@ -33,6 +31,9 @@ def preflight(
 ) -> None:
     """Ask the AWS account, read-only, whether the stack can deploy: instance offerings per zone, EFA, vCPU
     quotas, capacity reservations, S3 buckets, Kubernetes version. Exit 1 when a check fails."""
+    from scripts.preflight.checks import CHECKS  # boto3 and the checks: not for --help
+    from scripts.preflight.runner import AwsUnavailable, failed, open_session, run_checks
+
     err = Console(stderr=True)  # made per run so COLUMNS/NO_COLOR of this run apply
     try:
         config, _ = load_stack(stack, stacks_dir)  # `slurm-eks validate` prints the warnings

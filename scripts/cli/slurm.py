@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -254,6 +255,31 @@ def local_status() -> None:
             raise typer.Exit(3)
 
 
+def _at_a_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
+def _consent_to_local_setup(yes: bool) -> None:
+    """`--local` on a machine where the local cluster is not up installs packages and starts daemons as root: say
+    which, and go on only with --yes or a yes at the terminal (exit 1 otherwise, nothing done)."""
+    to_install, to_start = local.pending()
+    if not to_start:
+        return
+    installs = f"install {', '.join(to_install)} with apt-get, then " if to_install else ""
+    _console().print(f"--local: the local Slurm cluster is not up; this will {installs}start {', '.join(to_start)} "
+                     f"as root on this machine (state in {layout.default_state_dir()}; `slurm-eks local down` "
+                     "stops them)", highlight=False, markup=False)
+    if yes:
+        return
+    if not _at_a_terminal():
+        errors.print("error: not a terminal to ask at: give --yes to allow it, or start it first with "
+                     "`slurm-eks local up`", markup=False, highlight=False)
+        raise typer.Exit(1)
+    if not typer.confirm("go on?", default=False):
+        errors.print("nothing was installed or started", markup=False, highlight=False)
+        raise typer.Exit(1)
+
+
 def _backend(name: str | None, use_local: bool) -> JobBackend:
     # The local cluster is Debian's Slurm 22.05; pyslurm 25.11 cannot talk to it.
     return CliBackend() if use_local else client.select_backend(name)
@@ -273,10 +299,12 @@ def job_submit(
     job_name: Annotated[str | None, typer.Option("--job-name", "-J")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o")] = None,
     backend: BackendOption = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="with --local: install and start without asking")] = False,
 ) -> None:
     """Submit SCRIPT; other sbatch options (e.g. --requeue, --export=ALL,X=1) are passed through."""
     with clear_errors():
         if use_local:
+            _consent_to_local_setup(yes)
             local.up(on_step=_step)
             partition = partition or LOCAL_PARTITION
         options = client.SubmitOptions(

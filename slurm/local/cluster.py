@@ -71,6 +71,14 @@ def status(state_dir: Path | None = None) -> ClusterStatus:
     return ClusterStatus(layout.root, found, node.node_state(_node_name()) if ctld_alive else None)
 
 
+def pending(state_dir: Path | None = None) -> tuple[list[str], list[str]]:
+    """What `up` would do: the Debian packages it would install and the daemons it would start (both empty when the
+    cluster is up), for a caller that asks first."""
+    chain = daemons.daemons(_layout(state_dir))
+    to_start = [d.name for d in chain if d.pid() is None]
+    return (packages.missing_packages() if to_start else []), to_start
+
+
 def up(state_dir: Path | None = None, on_step: Callable[[str], None] | None = None) -> ClusterStatus:
     """Install what is missing, write the configs, start what is not running, wait for an idle node.
 

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from components.findings import Finding
-from scripts.cli import check as check_command
+from scripts.checks import deploy as check_command  # scripts/cli/check.py imports check_stack when run
 from scripts.cli.main import app
 from tests.plan.fixtures import shipped_plan
 

@@ -150,3 +150,23 @@ def test_a_stack_file_given_as_the_stack_is_answered_with_its_name() -> None:
     assert "--stack takes a stack's name, not its file" in result.stderr
     assert "fix: --stack dev (the file is <stacks-dir>/Pulumi.<stack>.yaml)" in result.stderr
     assert "(none)" not in result.stderr
+
+
+def test_version_is_the_packages() -> None:
+    from importlib.metadata import version
+
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout == f"slurm-eks {version('slurm-eks')}\n"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts_complete_commands_and_options(shell: str) -> None:
+    script = run("completion", shell)
+    assert script.returncode == 0 and "_SLURM_EKS_COMPLETE" in script.stdout
+    # What the script asks the program when <Tab> is pressed after `slurm-eks job re` (bash's protocol).
+    env = {**os.environ, "_SLURM_EKS_COMPLETE": "complete_bash", "COMP_WORDS": "slurm-eks job re", "COMP_CWORD": "2"}
+    answer = subprocess.run([str(CLI)], capture_output=True, text=True, env=env, timeout=60)
+    assert answer.stdout.split() == ["render"]
+    env.update(COMP_WORDS="slurm-eks validate --st", COMP_CWORD="2")
+    answer = subprocess.run([str(CLI)], capture_output=True, text=True, env=env, timeout=60)
+    assert set(answer.stdout.split()) == {"--stack", "--stacks-dir"}
