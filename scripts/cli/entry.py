@@ -4,13 +4,33 @@ status, never a traceback."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import threading
 
 from scripts.cli.exits import CONFIG_ERROR_EXIT, INTERRUPTED_EXIT
 
+# After Ctrl-C, how long the command has to stop by itself (a KeyboardInterrupt unwinding, files cleaned up) before
+# the process ends anyway: Pulumi's runtime, while a plan runs under its mocks, catches the KeyboardInterrupt inside
+# one of its tasks, and its event loop then waits forever. Nothing is written while planning (a plan is written only
+# once whole: scripts/offline/plan.py write_plan), so ending the process then loses nothing.
+INTERRUPT_GRACE_S = 5.0
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    def give_up() -> None:
+        print("interrupted", file=sys.stderr, flush=True)
+        os._exit(INTERRUPTED_EXIT)
+
+    timer = threading.Timer(INTERRUPT_GRACE_S, give_up)
+    timer.daemon = True
+    timer.start()
+    raise KeyboardInterrupt
+
 
 def main() -> None:
+    signal.signal(signal.SIGINT, _interrupted)
     try:
         from scripts.cli.main import app
 

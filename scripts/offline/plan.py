@@ -9,17 +9,12 @@ loop").
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import os
 import runpy
 import shutil
-import signal
-import sys
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,35 +52,9 @@ def run_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[Plan, list[Find
         raise ConfigError(missing, str(path))
     mocks = RealisticMocks(region=config.region, cluster_name=config.name_for(stack))
     pulumi.runtime.set_all_config({k: _config_string(v) for k, v in pulumi_config.items()})
-    with _exit_on_interrupt():
-        plan = record(lambda: runpy.run_path(str(PROGRAM), run_name="__main__"), stack, mocks)
+    plan = record(lambda: runpy.run_path(str(PROGRAM), run_name="__main__"), stack, mocks)
     plan.nodes = node_security_groups(plan)
     return plan, warnings
-
-
-INTERRUPTED_EXIT = 130  # 128 + SIGINT (scripts/cli/exits.py)
-
-
-@contextlib.contextmanager
-def _exit_on_interrupt() -> Iterator[None]:
-    """Ctrl-C while the program runs under the mocks ends the process at once: Pulumi's runtime catches the
-    KeyboardInterrupt inside one of its tasks and the event loop then waits forever for it. Nothing has been
-    written by then (the plan is in memory), so there is nothing to clean up. Only the main thread can set a
-    signal handler; elsewhere (a worker thread of a test) the default stays."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupted(signum: int, frame: object) -> None:
-        sys.stderr.write("interrupted while planning: nothing was written\n")
-        sys.stderr.flush()
-        os._exit(INTERRUPTED_EXIT)
-
-    previous = signal.signal(signal.SIGINT, interrupted)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _ensure_event_loop() -> None:

@@ -1,0 +1,91 @@
+"""`slurm-eks preview|up|destroy --stack S`: the gates (scripts/lifecycle/gates.py), then Pulumi. A stack that
+fails a gate never reaches Pulumi; `up` and `preview` run the policy pack inside Pulumi too (`--policy-pack`), so
+it binds the real deployment, not only the offline plan. Registered by scripts/cli/main.py.
+
+Exit status: Pulumi's own once handed over; 1 a gate failed (nothing was deployed); 2 bad input or no `pulumi`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from components.config.stackfile import STACKS_DIR
+from scripts.cli.problems import CONFIG_ERROR_EXIT, print_findings
+
+StackOpt = Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")]
+StacksDirOpt = Annotated[Path, typer.Option(help="directory holding the Pulumi.<stack>.yaml files")]
+PolicyConfigOpt = Annotated[Path | None, typer.Option(
+    help="the policy pack's config [default: policy/config/<stack>.json if it exists]")]
+ProfileOpt = Annotated[str | None, typer.Option(help="AWS profile for preflight (default: the credential chain)")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="no prompts: Pulumi's --yes and --non-interactive")]
+
+
+def _console() -> Console:
+    return Console(stderr=True, highlight=False)  # per run: this run's COLUMNS and NO_COLOR
+
+
+def _gated(action: str, stack: str, stacks_dir: Path, policy_pack_config: Path | None, profile: str | None,
+           yes: bool) -> None:
+    from scripts.lifecycle import gates, pulumi_cli
+
+    say = _console()
+    run = gates.run_gates(stack, stacks_dir, policy_pack_config, profile,
+                          on_gate=lambda name: say.print(f"gate: {name} ...", markup=False))
+    for gate in run.gates:
+        print_findings(gate.findings)
+        say.print(gate.line(), markup=False, style=None if gate.passed else "red")
+    if not run.passed:
+        say.print(f"stack {stack}: not handed to Pulumi (`pulumi {action}` was not run); fix what the gates "
+                  "report, then run again", markup=False, style="red")
+        raise typer.Exit(1)
+    _hand_over(pulumi_cli.command(action, stack, run.policy_config, yes))
+
+
+def _hand_over(argv: list[str]) -> None:
+    from scripts.lifecycle import pulumi_cli
+
+    _console().print("running: " + " ".join(argv), markup=False)
+    try:
+        status = pulumi_cli.run(argv)
+    except pulumi_cli.PulumiMissing as exc:
+        _console().print(f"error: {exc}", markup=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    raise typer.Exit(status)
+
+
+def preview(stack: StackOpt, stacks_dir: StacksDirOpt = STACKS_DIR, policy_pack_config: PolicyConfigOpt = None,
+            profile: ProfileOpt = None) -> None:
+    """Run every gate (validate, deploy check, policy pack, preflight), then `pulumi preview` with the pack."""
+    _gated("preview", stack, stacks_dir, policy_pack_config, profile, yes=False)
+
+
+def up(stack: StackOpt, stacks_dir: StacksDirOpt = STACKS_DIR, policy_pack_config: PolicyConfigOpt = None,
+       profile: ProfileOpt = None, yes: YesOpt = False) -> None:
+    """Run every gate (validate, deploy check, policy pack, preflight), then `pulumi up` with the pack; a stack
+    that fails any gate is refused."""
+    _gated("up", stack, stacks_dir, policy_pack_config, profile, yes)
+
+
+def destroy(stack: StackOpt, stacks_dir: StacksDirOpt = STACKS_DIR, yes: YesOpt = False) -> None:
+    """`pulumi destroy --exclude-protected`, after saying which protected resources stay (the EKS cluster, the
+    accounting database, the model cache) and how to remove them."""
+    from components.config.problems import ConfigError
+    from scripts.cli.problems import fail_config
+    from scripts.lifecycle import gates, pulumi_cli
+    from scripts.offline.plan import run_plan
+
+    try:
+        plan, _ = run_plan(stack, stacks_dir)
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    kept = gates.protected(plan)
+    say = _console()
+    if kept:
+        say.print(f"these {len(kept)} protected resources stay (pulumi destroy --exclude-protected); remove one "
+                  "with `pulumi state unprotect <URN>` first, then destroy again:", markup=False)
+        for resource in kept:
+            say.print(f"  {resource}", markup=False)
+    _hand_over(pulumi_cli.command("destroy", stack, yes=yes))
