@@ -4,6 +4,7 @@ weights. Prints one JSON line per layout on rank 0."""
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -37,6 +38,10 @@ def main(directory: Path, seq: int) -> None:
             loss = par.model(batch[:, :-1], batch[:, 1:])  # every rank the same batch: the loss is the whole model's
         if env.is_main:
             print(json.dumps({"layout": name, "loss": loss.item()}), flush=True)
+    # As jobs/training/trainer.py does: free FSDP2's reference cycles while the group lives, or a rank can abort at
+    # interpreter exit ("terminate called without an active exception": once in CI under load).
+    del par, model
+    gc.collect()
     dist.destroy_process_group()
 
 
