@@ -89,3 +89,47 @@ def destroy(stack: StackOpt, stacks_dir: StacksDirOpt = STACKS_DIR, yes: YesOpt 
         for resource in kept:
             say.print(f"  {resource}", markup=False)
     _hand_over(pulumi_cli.command("destroy", stack, yes=yes))
+
+
+def init(
+    name: Annotated[str, typer.Argument(help="the new stack's name: stacks/Pulumi.<name>.yaml")],
+    from_stack: Annotated[str, typer.Option("--from", help="the stack whose settings to start from")] = "dev",
+    stacks_dir: StacksDirOpt = STACKS_DIR,
+) -> None:
+    """Write stacks/Pulumi.NAME.yaml from another stack's file (its settings and comments; the secrets key alias,
+    clusterName and tags.environment renamed), then validate it. Never overwrites a stack."""
+    import os
+    import tempfile
+
+    from components.config.problems import ConfigError
+    from components.config.stackfile import load_stack, stack_file
+    from scripts.cli.problems import fail_config
+    from scripts.lifecycle.new_stack import NewStackError, check_name, new_stack_text
+
+    say = _console()
+    try:
+        check_name(name)
+        target = stack_file(name, stacks_dir)
+        source = stack_file(from_stack, stacks_dir)
+        if target.exists():
+            raise NewStackError(f"{target} exists: choose another name, or edit that file")
+        if not source.exists():
+            raise NewStackError(f"--from {from_stack}: no {source}; use a stack of {stacks_dir}")
+        text = new_stack_text(name, from_stack, source.read_text())
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    except NewStackError as exc:
+        say.print(f"error: {exc}", markup=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    handle, temporary = tempfile.mkstemp(prefix=f".Pulumi.{name}.", suffix=".yaml", dir=stacks_dir)
+    with os.fdopen(handle, "w") as stream:
+        stream.write(text)
+    os.replace(temporary, target)  # whole or not at all
+    try:
+        config, warnings = load_stack(name, stacks_dir)
+    except ConfigError as exc:
+        say.print(f"wrote {target}, which does not validate yet:", markup=False)
+        raise fail_config(exc) from None
+    print_findings(warnings)
+    say.print(f"wrote {target} (from {from_stack}; {len(config.partitions)} partition(s)): valid. Review it, create "
+              f"its KMS key alias/slurm-eks-{name}-pulumi, then `slurm-eks preview --stack {name}`", markup=False)

@@ -26,7 +26,7 @@ from scripts.cli.cost import cost
 from scripts.cli.data import data_app
 from scripts.cli.gitops import gitops_app
 from scripts.cli.k8s import k8s_app
-from scripts.cli.lifecycle import destroy, preview, up
+from scripts.cli.lifecycle import destroy, init, preview, up
 from scripts.cli.policy import policy
 from scripts.cli.preflight import preflight
 from scripts.cli.problems import (
@@ -76,6 +76,7 @@ app.command()(cost)
 app.command()(preview)
 app.command()(up)
 app.command()(destroy)
+app.command()(init)
 out = Console(soft_wrap=True)
 
 StackOpt = Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")]
