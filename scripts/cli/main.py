@@ -42,6 +42,7 @@ from scripts.cli.problems import (
 from scripts.cli.slurm import job_app, local_app
 from scripts.cost.price_table import PriceTable
 from scripts.cost.render import plan_cost_change
+from scripts.offline.diff import across_stacks as across
 from scripts.offline.diff import diff_plans, render_markdown, render_text
 from scripts.offline.plan_model import Plan
 
@@ -205,6 +206,9 @@ def diff(
     format: Annotated[DiffFormat, typer.Option(help="markdown for PR comments")] = DiffFormat.text,
     exit_code: Annotated[bool, typer.Option("--exit-code", help="exit 1 when there are changes")] = False,
     title: Annotated[str, typer.Option(help="heading of the markdown report")] = "Offline plan diff",
+    across_stacks: Annotated[bool, typer.Option(
+        "--across-stacks", help="two stacks' plans (dev against prod): pair resources whatever stack and cluster "
+        "names they carry, and show what the configs make differ")] = False,
 ) -> None:
     """Added, removed and changed resources between two plans, property by property."""
     try:
@@ -212,6 +216,13 @@ def diff(
     except (OSError, ValueError, KeyError, TypeError) as exc:
         err.print(f"[red]cannot read plan: {escape(str(exc))}[/] (make one with `slurm-eks plan --stack S --out DIR`)")
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    if before.stack != after.stack and not across_stacks:
+        err.print(f"the plans are of two stacks ({before.stack}, {after.stack}): every resource would show as "
+                  "removed and added; give --across-stacks to compare them resource by resource", markup=False,
+                  highlight=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT)
+    if across_stacks:
+        before, after = across(before), across(after)
     result = diff_plans(before, after)
     text = render_markdown(result, title) if format is DiffFormat.markdown else render_text(result)
     text += plan_cost_change(before, after, PriceTable.load(), markdown=format is DiffFormat.markdown,

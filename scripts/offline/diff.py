@@ -42,6 +42,17 @@ def diff_plans(old: Plan, new: Plan) -> PlanDiff:
     return result
 
 
+def across_stacks(plan: Plan) -> Plan:
+    """`plan` with what names its stack replaced by placeholders: the stack in every URN (`urn:pulumi:<stack>::`),
+    the cluster's name (its `clusterName` output, in resource names, tags and manifests) by `<cluster>`; two stacks'
+    plans then pair resource by resource, and what remains is what the two configs make differ."""
+    text = plan.to_json().replace(f"urn:pulumi:{plan.stack}::", "urn:pulumi:<stack>::")
+    cluster = plan.outputs.get("clusterName")
+    if isinstance(cluster, str) and cluster:
+        text = text.replace(cluster, "<cluster>")
+    return Plan.from_json(text)
+
+
 def _comparable(r: PlannedResource) -> dict[str, Any]:
     """What a reviewer cares about: inputs, and the options that change how Pulumi treats a resource."""
     return {"inputs": r.inputs, "protect": r.protect, "retainOnDelete": r.retain_on_delete,

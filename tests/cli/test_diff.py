@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from scripts.offline.diff import diff_plans, diff_values, render_markdown, render_text
+from typer.testing import CliRunner
+
+from scripts.cli.main import app
+from scripts.offline.diff import across_stacks, diff_plans, diff_values, render_markdown, render_text
 from scripts.offline.plan_model import Plan, PlannedResource
 
 
@@ -111,3 +115,24 @@ def test_json_on_one_side_only_is_a_change_of_the_whole_string() -> None:
     rendered = render_text(diff_plans(Plan("s", "p", [_res("r", v='{"k": "x"}')]),
                                       Plan("s", "p", [_res("r", v='{"k": "y"}')])))
     assert rendered.splitlines()[1:] == ["~ aws:x/y:Y r", "    inputs.v.k: 'x' -> 'y'"]
+
+
+def test_two_stacks_plans_are_compared_resource_by_resource_across_stacks(tmp_path: Path) -> None:
+    """dev against prod: without --across-stacks every URN differs (the stack is in it), so it is refused with the
+    option to give; with it, resources pair up and only what the configs make differ is listed."""
+    from scripts.offline.plan import write_plan
+    from tests.plan.fixtures import shipped_plan
+
+    dev, prod = shipped_plan("dev"), shipped_plan("prod")
+    write_plan(dev, tmp_path / "dev")
+    write_plan(prod, tmp_path / "prod")
+    refused = CliRunner().invoke(app, ["diff", str(tmp_path / "dev"), str(tmp_path / "prod")])
+    assert refused.exit_code == 2 and "give --across-stacks" in refused.output
+    result = CliRunner().invoke(app, ["diff", str(tmp_path / "dev"), str(tmp_path / "prod"), "--across-stacks"],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    both = across_stacks(dev).by_urn().keys() & across_stacks(prod).by_urn().keys()
+    assert len(both) > 100  # most of the cluster is the same resources in both stacks
+    added = [line for line in result.output.splitlines() if line.startswith("+ ")]
+    assert "+ aws:rds/instance:Instance slurm-db-mariadb" in added  # prod's RDS accounting; dev's is in-cluster
+    assert len(added) == len(prod.resources) - len(both)
