@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -46,6 +47,11 @@ from scripts.advise.moe import MOE_PRESETS, MoeAdvice, advise_moe
 from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config
 
 
+class AdviseFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
 def advise(
     stack: Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")],
     partition: Annotated[str, typer.Option("--partition", "-p", help="the partition to train on")],
@@ -69,11 +75,14 @@ def advise(
         "--nodes", "-N", min=1, help="this many nodes (default: the fewest without activation checkpointing, "
                                      "else the fewest with it)")] = None,
     mfu: Annotated[float, typer.Option(help="model FLOPs utilisation assumed for the estimate")] = DEFAULT_MFU,
-    as_json: Annotated[bool, typer.Option("--json", help="the whole answer as JSON")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the whole answer as JSON (as --format json)")] = False,
+    format: Annotated[AdviseFormat, typer.Option(help="text for people, json for tools (docs/cli-json.md)")] = (
+        AdviseFormat.text),
     stacks_dir: Annotated[Path, typer.Option(help="directory holding the Pulumi.<stack>.yaml files")] = STACKS_DIR,
 ) -> None:
     """Which layout (DDP/FSDP/HSDP x TP x PP, micro-batch, accumulation, activation checkpointing) and how many
     nodes to train a model with on a partition, memory per device of each candidate, and the job render command."""
+    as_json = as_json or format is AdviseFormat.json
     try:
         config, _ = load_stack(stack, stacks_dir)
     except ConfigError as exc:

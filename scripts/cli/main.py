@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 from collections import Counter, defaultdict
 from enum import StrEnum
@@ -40,10 +41,11 @@ from scripts.cli.problems import (
     report,
 )
 from scripts.cli.slurm import job_app, local_app
+from scripts.cost.estimate import estimate
 from scripts.cost.price_table import PriceTable
 from scripts.cost.render import plan_cost_change
 from scripts.offline.diff import across_stacks as across
-from scripts.offline.diff import diff_plans, render_markdown, render_text
+from scripts.offline.diff import diff_json, diff_plans, render_markdown, render_text
 from scripts.offline.plan_model import Plan
 
 # add_completion: Typer's own --install-completion and --show-completion; `slurm-eks completion SHELL` below.
@@ -87,6 +89,7 @@ StacksDirOpt = Annotated[Path, typer.Option(help="directory holding the Pulumi.<
 class DiffFormat(StrEnum):
     text = "text"
     markdown = "markdown"
+    json = "json"
 
 
 class Shell(StrEnum):
@@ -224,6 +227,18 @@ def diff(
     if across_stacks:
         before, after = across(before), across(after)
     result = diff_plans(before, after)
+    if format is DiffFormat.json:
+        report = diff_json(result)
+        if not result.empty and "region" in before.outputs and "region" in after.outputs:
+            prices = PriceTable.load()
+            old_cost, new_cost = estimate(before, prices), estimate(after, prices)
+            report["cost"] = {"region": new_cost.region,  # the change, both plans at the same list prices
+                              "usd_per_hour_max": round(new_cost.total("max") - old_cost.total("max"), 4),
+                              "usd_per_hour_idle": round(new_cost.total("idle") - old_cost.total("idle"), 4)}
+        typer.echo(json.dumps(report, indent=2, default=str))
+        if exit_code and not result.empty:
+            raise typer.Exit(1)
+        return
     text = render_markdown(result, title) if format is DiffFormat.markdown else render_text(result)
     text += plan_cost_change(before, after, PriceTable.load(), markdown=format is DiffFormat.markdown,
                              diff_empty=result.empty)

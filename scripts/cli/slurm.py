@@ -6,6 +6,7 @@ Two typer apps, registered by scripts/cli/main.py. To add a job command, decorat
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import json
 import os
@@ -17,6 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -40,6 +42,11 @@ from slurm.local import layout
 from slurm.local.config import FAKE_GPUS
 from slurm.local.config import PARTITION as LOCAL_PARTITION
 from slurm.local.topology import detect_node
+
+
+class TableFormat(StrEnum):
+    table = "table"
+    json = "json"
 
 
 def _console() -> Console:
@@ -246,11 +253,23 @@ def twin_errors() -> Iterator[None]:
 
 
 @local_app.command("status")
-def local_status() -> None:
+def local_status(
+    format: Annotated[TableFormat, typer.Option(help="table for people, json for tools (docs/cli-json.md)")] = (
+        TableFormat.table),
+) -> None:
     """Each daemon (pid, alive) and the node state; exit status 3 when the cluster is not fully up."""
     with clear_errors():
         status = local.status()
-        _console().print(cluster_table(status))
+        if format is TableFormat.json:
+            node = status.node
+            typer.echo(json.dumps({
+                "format": 1, "up": status.up, "state_dir": str(status.state_dir),
+                "daemons": [{"name": d.name, "pid": d.pid, "alive": d.alive, "log": str(d.log)}
+                            for d in status.daemons],
+                "node": {"name": node.name, "state": node.state, "reason": node.reason, "usable": node.usable}
+                if node else None}, indent=2))
+        else:
+            _console().print(cluster_table(status))
         if not status.up:
             raise typer.Exit(3)
 
@@ -327,12 +346,25 @@ def job_status(
         bool, typer.Option("--wide", "-w", help="Every column (user, restarts, submit/start/end times).")
     ] = False,
     backend: BackendOption = None,
+    format: Annotated[TableFormat, typer.Option(help="table for people, json for tools (docs/cli-json.md)")] = (
+        TableFormat.table),
 ) -> None:
     """A table of the jobs slurmctld knows, or of JOBID; `--wide` for every column."""
     with clear_errors():
         chosen = client.select_backend(backend)
         jobs = [client.status(job_id, chosen)] if job_id is not None else client.list_jobs(chosen)
+        if format is TableFormat.json:
+            typer.echo(json.dumps({"format": 1, "jobs": [job_json(job) for job in jobs]}, indent=2))
+            return
         _console().print(jobs_table(jobs, wide=wide))
+
+
+def job_json(job: JobInfo) -> dict[str, object]:
+    """A job as `job status --format json` gives it: JobInfo's fields, times in ISO 8601 (UTC), plus `finished`."""
+    fields = dataclasses.asdict(job)
+    for key in ("submit_time", "start_time", "end_time"):
+        fields[key] = fields[key].isoformat() if fields[key] is not None else None
+    return {**fields, "finished": job.finished}
 
 
 @job_app.command("cancel")

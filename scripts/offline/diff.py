@@ -53,6 +53,17 @@ def across_stacks(plan: Plan) -> Plan:
     return Plan.from_json(text)
 
 
+def diff_json(d: PlanDiff) -> dict[str, Any]:
+    """`diff --format json` (docs/cli-json.md): each resource as urn, type and name; a change with its properties."""
+    def resource(r: PlannedResource) -> dict[str, Any]:
+        return {"urn": r.urn, "type": r.type, "name": r.name}
+
+    return {"format": 1, "empty": d.empty,
+            "added": [resource(r) for r in d.added], "removed": [resource(r) for r in d.removed],
+            "changed": [{**resource(r), "properties": [{"path": c.path, "old": c.old, "new": c.new} for c in changes]}
+                        for r, changes in d.changed]}
+
+
 def _comparable(r: PlannedResource) -> dict[str, Any]:
     """What a reviewer cares about: inputs, and the options that change how Pulumi treats a resource."""
     return {"inputs": r.inputs, "protect": r.protect, "retainOnDelete": r.retain_on_delete,
