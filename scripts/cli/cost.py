@@ -20,7 +20,7 @@ from components.catalog import CATALOG
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR
 from components.findings_render import render_json
-from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, fail_config, print_findings
+from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, fail_config, load_plan_of, print_findings
 from scripts.cost.estimate import Estimate, estimate
 from scripts.cost.price_table import TABLE_PATH, PriceTable
 from scripts.cost.render import as_json, dollars, footnotes, gaps, total
@@ -45,7 +45,7 @@ def table(e: Estimate, title: str) -> Table:
 
 def _plan(stack: str, stacks_dir: Path, plan_dir: Path | None) -> Plan:
     if plan_dir is not None:
-        return Plan.load(plan_dir)
+        return load_plan_of(stack, plan_dir)  # a plan of another stack is not priced under this one's name
     from scripts.offline.plan import run_plan  # imports Pulumi
 
     return run_plan(stack, stacks_dir)[0]
@@ -86,11 +86,6 @@ def cost(
     except (OSError, ValueError, KeyError) as exc:
         err.print(f"[red]error:[/] cannot read the plan or the price table: {escape(str(exc))}", highlight=False)
         raise typer.Exit(CONFIG_ERROR_EXIT) from None
-    if plan.stack != stack:  # a plan of another stack would be priced under this one's name
-        err.print(f"error: --plan {plan_dir} is a plan of stack {plan.stack}, not {stack}: give --stack "
-                  f"{plan.stack}, or a plan of {stack} (`slurm-eks plan --stack {stack} --out DIR`)",
-                  markup=False, highlight=False)
-        raise typer.Exit(CONFIG_ERROR_EXIT)
     if refresh_prices:
         from botocore.exceptions import BotoCoreError, ClientError
 

@@ -10,8 +10,8 @@ import typer
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR
 from policy.pack_config import PackConfigError
-from scripts.checks.policy import blocking, check_stack, summary
-from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, FormatOpt, fail_config, report
+from scripts.checks.policy import blocking, check_plan, check_stack, pack_config, summary
+from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, FormatOpt, PlanDirOpt, fail_config, load_plan_of, report
 
 
 def policy(
@@ -21,11 +21,16 @@ def policy(
         help="the pack's config for this stack, as `pulumi preview --policy-pack-config` takes it "
              "[default: policy/config/<stack>.json if it exists]")] = None,
     format: FormatOpt = Format.text,
+    plan_dir: PlanDirOpt = None,
 ) -> None:
     """Plan the stack offline and check it against the policy pack (policy/) and its config for the stack;
     exit 1 on a mandatory violation (severity error; an advisory one is a warning)."""
     try:
-        plan, config, violations = check_stack(stack, stacks_dir, policy_pack_config)
+        if plan_dir is None:
+            plan, config, violations = check_stack(stack, stacks_dir, policy_pack_config)
+        else:
+            plan, config = load_plan_of(stack, plan_dir), pack_config(stack, policy_pack_config)
+            violations = check_plan(plan, config)
     except ConfigError as exc:
         raise fail_config(exc, format) from None
     except (PackConfigError, OSError) as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -64,3 +65,25 @@ def fail_config(exc: ConfigError, format: Format = Format.text) -> typer.Exit:
     else:
         report(exc.findings, format, exc.headline, source=exc.source)
     return typer.Exit(CONFIG_ERROR_EXIT)
+
+
+PlanDirOpt = Annotated[Path | None, typer.Option(
+    "--plan", exists=True, help="check this plan (`slurm-eks plan --out DIR`) instead of planning the stack")]
+
+
+def load_plan_of(stack: str, plan_dir: Path) -> Any:
+    """The plan in `plan_dir`, which must be a plan of `stack` (exit 2 with one line otherwise)."""
+    from scripts.offline.plan_model import Plan
+
+    try:
+        plan = Plan.load(plan_dir)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        err.print(f"error: --plan {plan_dir}: cannot read a plan there ({exc}); make one with `slurm-eks plan "
+                  f"--stack {stack} --out {plan_dir}`", markup=False, highlight=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    if plan.stack != stack:
+        err.print(f"error: --plan {plan_dir} is a plan of stack {plan.stack}, not {stack}: give --stack "
+                  f"{plan.stack}, or a plan of {stack} (`slurm-eks plan --stack {stack} --out DIR`)",
+                  markup=False, highlight=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT)
+    return plan

@@ -30,6 +30,7 @@ from components.config.problems import ConfigError
 from components.config.stackfile import PROJECT_ROOT, STACKS_DIR, cluster_value, read_pulumi_config, stack_file
 from components.config.validation import parse_cluster_config
 from components.findings import Finding
+from scripts.offline import plan_cache
 from scripts.offline.mocks import RealisticMocks, RecordingMonitor
 from scripts.offline.plan_model import Plan
 from scripts.offline.security_groups import node_security_groups
@@ -50,10 +51,17 @@ def run_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[Plan, list[Find
     missing = upstream_problems(config)  # the plan reads upstream files from their cache only, never the network
     if missing:
         raise ConfigError(missing, str(path))
+    entry = plan_cache.key(stack, path) if plan_cache.enabled() else None
+    cached = plan_cache.load(entry) if entry else None
+    if cached is not None:
+        return cached, warnings
+    plan_cache.planning(stack)
     mocks = RealisticMocks(region=config.region, cluster_name=config.name_for(stack))
     pulumi.runtime.set_all_config({k: _config_string(v) for k, v in pulumi_config.items()})
     plan = record(lambda: runpy.run_path(str(PROGRAM), run_name="__main__"), stack, mocks)
     plan.nodes = node_security_groups(plan)
+    if entry:
+        plan_cache.save(entry, plan)
     return plan, warnings
 
 
