@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -23,7 +24,7 @@ from components.findings_render import render_json
 from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, fail_config, load_plan_of, print_findings
 from scripts.cost.estimate import Estimate, estimate
 from scripts.cost.price_table import TABLE_PATH, PriceTable
-from scripts.cost.render import as_json, dollars, footnotes, gaps, total
+from scripts.cost.render import as_json, dollars, footnotes, gaps
 from scripts.offline.plan_model import Plan
 
 
@@ -33,13 +34,28 @@ class CostFormat(StrEnum):
 
 
 def table(e: Estimate, title: str) -> Table:
-    t = Table(title=title, title_justify="left")
-    for column in ("group", "name", "what", "idle $/h", "at max $/h", "note"):
-        t.add_column(column, justify="right" if "$" in column else "left", overflow="fold")
-    for line in e.lines:
-        t.add_row(line.group, line.name, line.what, dollars(line.idle), dollars(line.max), line.note)
+    """The estimate as a table that stays readable at 80 columns: money never wraps, a column is never narrower than
+    its longest word (an instance type, a resource name), so text wraps between words, and notes go below the table,
+    numbered, instead of in a column of their own."""
+    notes = [f"({n}) {line.name}: {line.note}" for n, line in enumerate((x for x in e.lines if x.note), 1)]
+    numbered = iter(range(1, len(notes) + 1))
+    rows = [(f"{line.group} ({next(numbered)})" if line.note else line.group, line.name, line.what,
+             dollars(line.idle), dollars(line.max)) for line in e.lines]
+    bound = "≥" if e.missing else ""  # a lower bound: some line has no price (the warnings below name each)
+    totals = ("total", "", "", bound + dollars(e.total("idle")), bound + dollars(e.total("max")))
+    caption = [*notes, *(["≥: at least, some items have no price"] if e.missing else [])]
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+              caption="\n".join(caption) or None, caption_justify="left")
+    for i, column in enumerate(("group", "name", "what", "idle $/h", "at max $/h")):
+        money = "$" in column
+        cells = [column, *(row[i] for row in (*rows, totals))]
+        longest = max((len(word) for cell in cells for word in cell.split()), default=1)
+        t.add_column(column, justify="right" if money else "left", no_wrap=money, min_width=longest,
+                     overflow="fold")
+    for row in rows:
+        t.add_row(*row)
     t.add_section()
-    t.add_row("total", "", "", total(e, "idle"), total(e, "max"), "")
+    t.add_row(*totals)
     return t
 
 
@@ -101,7 +117,7 @@ def cost(
     if format is CostFormat.json:
         typer.echo(render_json(gaps(result, prices), **as_json(result)), nl=False)
         return
-    out.print(table(result, f"cost of stack {stack} in {result.region}, USD per hour"))
+    out.print(table(result, f"cost of stack {stack} in {result.region}, USD per hour"), soft_wrap=False)
     print_findings(gaps(result, prices), out)
     for line in footnotes(result, prices):
         out.print(line, highlight=False, markup=False)

@@ -96,3 +96,16 @@ def test_no_changes_no_cost_line(tmp_path: Path) -> None:
     write_plan(plan("us-west-2", {"gpu-h100": group(["p5.48xlarge"], 0, 8)}), tmp_path / "p")
     result = CliRunner().invoke(app, ["diff", str(tmp_path / "p"), str(tmp_path / "p")])
     assert result.output == "No changes.\n"
+
+
+def test_the_table_reads_at_80_columns() -> None:
+    """No line past 80 columns, and what must stay whole stays whole: money, instance types, resource names."""
+    result = CliRunner().invoke(app, ["cost", "--stack", "prod"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.split("\n")
+    table = lines[:next(i for i, line in enumerate(lines) if line.startswith("≥:")) + 1]
+    assert max(len(line) for line in table) <= 80, "\n".join(table)
+    words = {word for line in table for word in line.split()}
+    for whole in ("p4de.24xlarge", "trn1n.32xlarge", "slurm-db-mariadb", "PERSISTENT_2", "$792.96", "≥$1,808.27",
+                  "processed", "(LCU)"):
+        assert whole in words, f"{whole} was cut: {sorted(words)}"
