@@ -44,6 +44,7 @@ from scripts.advise.memory import (
 )
 from scripts.advise.models import AdviseError, requested_model
 from scripts.advise.moe import MOE_PRESETS, MoeAdvice, advise_moe
+from scripts.cli.bars import memory_bar
 from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config
 
 
@@ -149,6 +150,7 @@ def _print_moe(advice: MoeAdvice) -> None:
     ac = "full" if preset.checkpointing == "full" else "selective (counted as none: an upper bound)"
     out.print(f"recommended: {lay.describe()} on {plural(lay.nodes, 'node')} ({plural(lay.devices, 'GPU')}), "
               f"local batch {lay.micro_batch} x {lay.grad_accum} accumulation steps, activation checkpointing {ac}")
+    out.print(f"memory per GPU: {memory_bar(m.total, part.device_memory_gib)}")
     out.print(f"memory per GPU: {m.total:.1f} GiB of {part.device_memory_gib:g} (weights {m.weights:.1f}, "
               f"gradients {m.gradients:.1f}, AdamW {m.optimizer:.1f}, activations {m.activations:.1f}, allowance "
               f"{m.reserve:.1f}); expert parallelism places the experts among the FSDP ranks' shards: it changes "
@@ -217,6 +219,7 @@ def _print(advice: Advice) -> None:
     ac = "with activation checkpointing" if chosen.activation_checkpointing else "no activation checkpointing"
     out.print(f"recommended: {chosen.describe()} on {plural(chosen.nodes, 'node')} ({plural(chosen.devices, device)}), "
               f"micro-batch {chosen.micro_batch} x {chosen.grad_accum} accumulation steps per replica, {ac}")
+    out.print(f"memory per {device}: {memory_bar(advice.chosen.memory.total, part.device_memory_gib)}")
     if advice.effective_mfu == advice.mfu:
         rate = f"the assumed {advice.mfu:.0%} MFU"
     else:

@@ -21,6 +21,7 @@ from components.catalog import CATALOG
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR
 from components.findings_render import render_json
+from scripts.cli.bars import bar
 from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, fail_config, load_plan_of, print_findings
 from scripts.cost.estimate import Estimate, estimate
 from scripts.cost.price_table import TABLE_PATH, PriceTable
@@ -57,6 +58,18 @@ def table(e: Estimate, title: str) -> Table:
     t.add_section()
     t.add_row(*totals)
     return t
+
+
+def chart(e: Estimate, width: int = 30) -> list[str]:
+    """Each partition and pool at maxNodes as a bar against the largest, largest first: where the bill can go."""
+    groups = sorted((line for line in e.lines if line.group in ("partition", "pool") and line.max is not None),
+                    key=lambda line: (-(line.max or 0.0), line.name))
+    if not groups:
+        return []
+    largest = max(line.max or 0.0 for line in groups)
+    name_width = max(len(line.name) for line in groups)
+    return ["at maxNodes, USD per hour:", *(f"  {line.name:<{name_width}}  {bar(line.max or 0.0, largest, width)}  "
+                                           f"{dollars(line.max)}" for line in groups)]
 
 
 def _plan(stack: str, stacks_dir: Path, plan_dir: Path | None) -> Plan:
@@ -118,6 +131,8 @@ def cost(
         typer.echo(render_json(gaps(result, prices), **as_json(result)), nl=False)
         return
     out.print(table(result, f"cost of stack {stack} in {result.region}, USD per hour"), soft_wrap=False)
+    for line in chart(result):
+        out.print(line, highlight=False, markup=False)
     print_findings(gaps(result, prices), out)
     for line in footnotes(result, prices):
         out.print(line, highlight=False, markup=False)
