@@ -133,3 +133,39 @@ def init(
     print_findings(warnings)
     say.print(f"wrote {target} (from {from_stack}; {len(config.partitions)} partition(s)): valid. Review it, create "
               f"its KMS key alias/slurm-eks-{name}-pulumi, then `slurm-eks preview --stack {name}`", markup=False)
+
+
+def login(
+    stack: StackOpt,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="a declared person (default: $USER)")] = None,
+    context: Annotated[str | None, typer.Option(help="kubeconfig context (default: the current one)")] = None,
+    stacks_dir: StacksDirOpt = STACKS_DIR,
+) -> None:
+    """ssh to the stack's login pods, as a person the stack declares: the Service from the plan, its address from
+    the cluster (your kubeconfig)."""
+    import getpass
+    import os
+
+    from components.config.problems import ConfigError
+    from components.config.stackfile import load_stack
+    from scripts.cli.problems import fail_config
+    from scripts.lifecycle.login import LoginError, login_target, service_address, ssh_argv
+    from scripts.offline.plan import run_plan
+
+    who = user or getpass.getuser()
+    try:
+        config, _ = load_stack(stack, stacks_dir)
+        people = sorted(config.slurm.identity.users)
+        if who not in people:
+            raise LoginError(f"{who} is not a person stack {stack} declares (slurm.identity.users: "
+                             f"{', '.join(people) or 'none'}); give --user NAME")
+        plan, _ = run_plan(stack, stacks_dir)
+        target = login_target(plan)
+        argv = ssh_argv(who, service_address(target, context), target.port)
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    except LoginError as exc:
+        _console().print(f"error: {exc}", markup=False)
+        raise typer.Exit(CONFIG_ERROR_EXIT) from None
+    _console().print("running: " + " ".join(argv), markup=False)
+    os.execvp(argv[0], argv)

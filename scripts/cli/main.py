@@ -27,7 +27,7 @@ from scripts.cli.cost import cost
 from scripts.cli.data import data_app
 from scripts.cli.gitops import gitops_app
 from scripts.cli.k8s import k8s_app
-from scripts.cli.lifecycle import destroy, init, preview, up
+from scripts.cli.lifecycle import destroy, init, login, preview, up
 from scripts.cli.policy import policy
 from scripts.cli.preflight import preflight
 from scripts.cli.problems import (
@@ -80,6 +80,7 @@ app.command()(preview)
 app.command()(up)
 app.command()(destroy)
 app.command()(init)
+app.command()(login)
 out = Console(soft_wrap=True)
 
 StackOpt = Annotated[str, typer.Option("--stack", "-s", help="stack name: stacks/Pulumi.<stack>.yaml")]
