@@ -163,6 +163,7 @@ bench: setup-extras
 	$(BIN)/python benchmarks/bench_manifests.py
 	$(BIN)/python benchmarks/bench_train.py
 	$(BIN)/python benchmarks/bench_startup.py
+	$(BIN)/python benchmarks/bench_cli.py
 
 # On a GPU machine: tokens/s and MFU of one node-local run of a preset (MODEL=llama3-1b by default).
 MODEL ?= llama3-1b
