@@ -61,6 +61,9 @@ def _line(group: str, name: str, what: str, idle_units: float, max_units: float,
     if missing or not found:
         return Line(group, name, what, None, None, tuple(sorted({p.source for p in found})), missing, note)
     top = max(found, key=lambda p: p.usd)
+    if len(found) > 1:  # say which type the figures are for
+        label = next(what for what, p in prices if p is top).split(" in ")[0]
+        note = "; ".join(filter(None, (f"priced as {label}, the dearest of the types", note)))
     return Line(group, name, what, idle_units * top.usd, max_units * top.usd, (top.source,), (), note)
 
 

@@ -22,6 +22,9 @@ def test_several_types_are_priced_at_the_dearest() -> None:
     # Karpenter may launch either type: the dearer one bounds what the partition can cost.
     (line,) = estimate(plan(partitions={"a": group(["p4d.24xlarge", "p5.48xlarge"], 0, 2)}), table()).lines
     assert line.max == pytest.approx(2 * 55.04) and line.sources == ("k",)
+    assert line.note == "priced as p5.48xlarge, the dearest of the types"  # the table says which type it priced
+    (spot,) = estimate(plan(partitions={"a": group(["p4d.24xlarge", "p5.48xlarge"], 0, 2, "spot")}), table()).lines
+    assert spot.note.startswith("priced as p5.48xlarge, the dearest of the types; spot: ")
 
 
 def test_a_missing_price_is_named_never_counted_as_free() -> None:
