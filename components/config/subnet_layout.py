@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ipaddress
 
-# "The first four IP addresses and the last IP address in each subnet CIDR block are not available for your use"
-# (Amazon VPC User Guide, "Subnet CIDR blocks").
+# "Amazon Web Services reserves both the first four and the last IPv4 address in each subnet's CIDR block. They're
+# not available for your use." (Amazon EC2 API Reference, CreateSubnet).
 AWS_RESERVED_PER_SUBNET = 5
 
 
