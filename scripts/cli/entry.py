@@ -11,8 +11,6 @@ import threading
 
 from scripts.cli.exits import CONFIG_ERROR_EXIT, INTERRUPTED_EXIT
 
-PLAN_CACHE_ENV = "SLURM_EKS_PLAN_CACHE"  # scripts/offline/plan_cache.py ENV (not imported: it imports pydantic)
-
 # After Ctrl-C, how long the command has to stop by itself (a KeyboardInterrupt unwinding, files cleaned up) before
 # the process ends anyway: Pulumi's runtime, while a plan runs under its mocks, catches the KeyboardInterrupt inside
 # one of its tasks, and its event loop then waits forever. Nothing is written while planning (a plan is written only
@@ -37,11 +35,11 @@ def _say(message: str) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGINT, _interrupted)
-    os.environ.setdefault(PLAN_CACHE_ENV, "1")  # scripts/offline/plan_cache.py: the console script reuses plans
     try:
         from scripts.cli.main import app
         from scripts.offline import plan_cache
 
+        os.environ.setdefault(plan_cache.ENV, "1")  # the console script reuses plans (and so do its children)
         plan_cache.on_planning = _say  # a plan takes 10-30 s: say so before it starts
 
         app()

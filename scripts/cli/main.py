@@ -41,9 +41,8 @@ from scripts.cli.problems import (
     report,
 )
 from scripts.cli.slurm import job_app, local_app
-from scripts.cost.estimate import estimate
 from scripts.cost.price_table import PriceTable
-from scripts.cost.render import plan_cost_change
+from scripts.cost.render import plan_cost_change, plan_cost_change_json
 from scripts.offline.diff import across_stacks as across
 from scripts.offline.diff import diff_json, diff_plans, render_markdown, render_text
 from scripts.offline.plan_model import Plan
@@ -230,12 +229,9 @@ def diff(
     result = diff_plans(before, after)
     if format is DiffFormat.json:
         report = diff_json(result)
-        if not result.empty and "region" in before.outputs and "region" in after.outputs:
-            prices = PriceTable.load()
-            old_cost, new_cost = estimate(before, prices), estimate(after, prices)
-            report["cost"] = {"region": new_cost.region,  # the change, both plans at the same list prices
-                              "usd_per_hour_max": round(new_cost.total("max") - old_cost.total("max"), 4),
-                              "usd_per_hour_idle": round(new_cost.total("idle") - old_cost.total("idle"), 4)}
+        cost = None if result.empty else plan_cost_change_json(before, after, PriceTable.load())
+        if cost is not None:
+            report["cost"] = cost
         typer.echo(json.dumps(report, indent=2, default=str))
         if exit_code and not result.empty:
             raise typer.Exit(1)

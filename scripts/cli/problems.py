@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -16,6 +16,9 @@ from components.config.problems import ConfigError
 from components.findings import Finding
 from components.findings_render import render_json, render_markdown, render_text
 from scripts.cli.exits import CONFIG_ERROR_EXIT, INTERRUPTED_EXIT  # noqa: F401 (the commands import them from here)
+
+if TYPE_CHECKING:
+    from scripts.offline.plan_model import Plan
 
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
@@ -71,7 +74,7 @@ PlanDirOpt = Annotated[Path | None, typer.Option(
     "--plan", exists=True, help="check this plan (`slurm-eks plan --out DIR`) instead of planning the stack")]
 
 
-def load_plan_of(stack: str, plan_dir: Path) -> Any:
+def load_plan_of(stack: str, plan_dir: Path) -> Plan:
     """The plan in `plan_dir`, which must be a plan of `stack` (exit 2 with one line otherwise)."""
     from scripts.offline.plan_model import Plan
 

@@ -97,6 +97,16 @@ def _change(old: Line | None, new: Line | None, attr: str) -> str:
     return f"{signed(n - o)} ({dollars(n)})"
 
 
+def plan_cost_change_json(before: Plan, after: Plan, prices: PriceTable) -> dict[str, object] | None:
+    """`diff --format json`'s `cost`: the change of both totals at the same prices; None where plan_cost_change
+    prints nothing or nothing can be priced (a plan without the `region` output)."""
+    if not ("region" in before.outputs and "region" in after.outputs):
+        return None
+    old, new = estimate(before, prices), estimate(after, prices)
+    return {"region": new.region, "usd_per_hour_max": round(new.total("max") - old.total("max"), 4),
+            "usd_per_hour_idle": round(new.total("idle") - old.total("idle"), 4)}
+
+
 def plan_cost_change(before: Plan, after: Plan, prices: PriceTable, markdown: bool, diff_empty: bool = False
                      ) -> str:
     """The cost part of `slurm-eks diff`, both plans priced with the same table so that it shows what the change

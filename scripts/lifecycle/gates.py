@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from components.config.cluster import ClusterConfig
 from components.config.problems import ConfigError
 from components.config.stack_secrets import secrets_provider_problems
 from components.config.stackfile import load_stack, stack_file
@@ -48,11 +49,10 @@ class GateRun:
         return all(g.passed for g in self.gates)
 
 
-def _preflight(stack: str, stacks_dir: Path, profile: str | None) -> Gate:
+def _preflight(config: ClusterConfig, profile: str | None) -> Gate:
     from scripts.preflight.checks import CHECKS  # boto3: only when this gate runs
     from scripts.preflight.runner import AwsUnavailable, open_session, run_checks
 
-    config, _ = load_stack(stack, stacks_dir)
     try:
         session, _identity = open_session(config.region, profile)
     except AwsUnavailable as exc:
@@ -84,7 +84,7 @@ def run_gates(stack: str, stacks_dir: Path, policy_config: Path | None = None, p
     gates = [validate, check, policy]
     if preflight:
         say("preflight (the AWS account, read-only)")
-        gates.append(_preflight(stack, stacks_dir, profile))
+        gates.append(_preflight(config, profile))
     return GateRun(gates, plan, pack.source)
 
 

@@ -1,7 +1,8 @@
 """`slurm-eks login --stack S`: ssh to the stack's login pods. Where to is in the plan and the cluster: the LoginSet
 of the plan names the Service (slurm-operator v1.2.1 api/v1beta1/loginset_keys.go: the Service takes the LoginSet's
-name, scripts/twin/operator/names.py) and its port; the address is the NLB AWS gave that Service, read from the
-Kubernetes API with the official client and the caller's kubeconfig (`aws eks update-kubeconfig`)."""
+name; scripts/twin/operator/names.py, the twin's model of the operator, names it for both) and its port; the address
+is the NLB AWS gave that Service, read from the Kubernetes API with the official client and the caller's kubeconfig
+(`aws eks update-kubeconfig`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 from dataclasses import dataclass
 
 from scripts.offline.plan_model import Plan
+from scripts.twin.operator.names import loginset_service_name, namespace_of
 
 LOGINSET = "kubernetes:slinky.slurm.net/v1beta1:LoginSet"
 
@@ -28,8 +30,9 @@ def login_target(plan: Plan) -> LoginTarget:
     loginsets = [r.inputs for r in plan.of_type(LOGINSET)]
     if not loginsets:
         raise LoginError(f"stack {plan.stack} has no login pods (no LoginSet in its plan)")
-    meta, spec = loginsets[0]["metadata"], loginsets[0]["spec"]
-    return LoginTarget(meta["namespace"], meta["name"], int((spec.get("service") or {}).get("port", 22)))
+    loginset = loginsets[0]
+    port = int((loginset["spec"].get("service") or {}).get("port", 22))
+    return LoginTarget(namespace_of(loginset), loginset_service_name(loginset), port)
 
 
 def service_address(target: LoginTarget, context: str | None = None) -> str:
