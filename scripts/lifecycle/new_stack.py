@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-# Pulumi's stack names: "may only contain alphanumeric, hyphens, underscores, or periods" (pulumi stack init).
+# "Stack names may only contain alphanumeric characters, hyphens, underscores, or periods" (pulumi.com/docs/iac/
+# concepts/stacks); the 100-character bound in check_name is ours (a file name, a KMS alias), not Pulumi's.
 STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
