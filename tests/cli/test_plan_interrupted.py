@@ -154,3 +154,13 @@ def test_a_swallowed_interrupt_still_ends_the_process_after_the_grace() -> None:
                             timeout=120)
     assert result.returncode == 130 and result.stderr.strip() == "interrupted" and "still" not in result.stdout
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the premise: /proc passes root's write check (CI runs as root)")
+def test_an_os_error_inside_a_command_is_one_line_naming_the_file() -> None:
+    """/proc looks writable to root, so the early check lets it through; creating the directory there fails: the
+    entry point reports the OS error in one line, exit 2, no traceback."""
+    result = run("plan", "--stack", "dev", "--out", "/proc/slurm-eks-plans")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: /proc/slurm-eks-plans: ")
+    assert result.stderr.strip().splitlines()[-1].endswith("; check the path and its permissions, then run again")
