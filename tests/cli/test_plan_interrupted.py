@@ -4,6 +4,7 @@ the plan's seconds are spent, and Ctrl-C is one line and exit 130, never a trace
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
