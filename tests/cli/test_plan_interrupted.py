@@ -130,8 +130,9 @@ def test_ctrl_c_while_the_program_runs_under_the_mocks_ends_the_process(tmp_path
             "mocks.RealisticMocks.new_resource = new_resource\n"
             "from scripts.cli.entry import main\n"
             "main()\n")
+    # The plan must be made, not read from the plan cache, or nothing registers resources to interrupt.
     result = subprocess.run([str(CLI.with_name("python")), "-c", code], cwd=REPO, capture_output=True, text=True,
-                            timeout=120)
+                            timeout=120, env={**os.environ, "SLURM_EKS_PLAN_CACHE": "0"})
     assert result.returncode == 130 and "Traceback" not in result.stderr, result
     assert result.stderr.strip().splitlines()[-1].startswith("interrupted")
     assert not (tmp_path / "plan.json").exists()
