@@ -4,6 +4,15 @@ SLURM_NAMESPACE = "slurm"
 # Where the Kubernetes-native jobs (RayCluster, MPIJob, Volcano Job from `slurm-eks k8s render`) run, on
 # `kubernetesPools`, with the same /shared and model claims as Slurm's pods (components/addons/k8s_operators.py).
 ML_NAMESPACE = "ml"
+# addons.mlflow (components/addons/mlflow.py): the tracking server's Service `mlflow` in namespace `mlflow`, on the
+# port `mlflow server` listens on by default (mlflow 3.17.2 mlflow/utils/cli_args.py PORT: 5000). Jobs, login shells
+# and notebooks log to it at MLFLOW_TRACKING_URI (Kubernetes DNS: <service>.<namespace>.svc.cluster.local,
+# kubernetes.io/docs/concepts/services-networking/dns-pod-service/), the one name the server's --allowed-hosts admits.
+MLFLOW_NAMESPACE = "mlflow"
+MLFLOW_SERVICE = "mlflow"
+MLFLOW_PORT = 5000
+MLFLOW_HOST = f"{MLFLOW_SERVICE}.{MLFLOW_NAMESPACE}.svc.cluster.local"
+MLFLOW_TRACKING_URI = f"http://{MLFLOW_HOST}:{MLFLOW_PORT}"
 SHARED_PVC = "fsx-shared"  # the RWX claim on FSx for Lustre, in SLURM_NAMESPACE and every namespace mounting it
 SHARED_MOUNT = "/shared"  # where login and compute pods mount it
 SHARED_VOLUME_NAME = "shared"  # the pod volume of that claim

@@ -8,6 +8,7 @@ import pulumi_aws as aws
 from components.addons.gitops import ArgoCd
 from components.addons.jupyterhub import JupyterHubArgs, JupyterHubRelease
 from components.addons.k8s_operators import K8sOperators, K8sOperatorsArgs
+from components.addons.mlflow import MlflowArgs, MlflowServer
 from components.aws.eks import EksCluster, EksClusterArgs
 from components.aws.vpc import Network, NetworkArgs
 from components.compute.device_plugins import DevicePlugins, DevicePluginsArgs
@@ -15,6 +16,7 @@ from components.compute.karpenter import Karpenter, KarpenterArgs
 from components.compute.nodepools import PartitionNodes, PartitionNodesArgs, PoolNodes
 from components.config.cluster import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig
 from components.config.k8s_pools import NodeGroup
+from components.config.mlflow import artifact_buckets
 from components.config.problems import ConfigError
 from components.config.validation import parse_cluster_config
 from components.findings_render import render_block
@@ -60,8 +62,13 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     tags = dict(sorted({"slurm-eks:cluster": name, "slurm-eks:stack": stack, **config.tags}.items()))
     aws_provider = aws.Provider("aws", region=config.region, default_tags=aws.ProviderDefaultTagsArgs(tags=tags))
     opts = pulumi.ResourceOptions(providers={"aws": aws_provider})
-    network = Network("network", NetworkArgs(config.network, name, config.region,
-                                             repository_buckets(config.storage.fsx)), opts)
+    # The S3 gateway endpoint admits the stack's own buckets: the FSx repositories', MLflow's artifacts, the
+    # checkpoint store.
+    store = config.storage.checkpoint_store  # jobs' checkpoints copied to S3 (and pruned there)
+    store_prefix = store.s3.removeprefix("s3://") if store is not None else None
+    network = Network("network", NetworkArgs(config.network, name, config.region, tuple(sorted({
+        *repository_buckets(config.storage.fsx), *artifact_buckets(config.addons.mlflow),
+        *([store_prefix.split("/")[0]] if store_prefix else [])})), (store_prefix,) if store_prefix else ()), opts)
     cluster = EksCluster("eks", EksClusterArgs(config, name, network), opts)
     vpc_cidr = config.network.vpc_cidr or aws.ec2.get_vpc_output(
         id=network.vpc_id, opts=pulumi.InvokeOutputOptions(provider=aws_provider)).cidr_block
@@ -116,6 +123,9 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
     if config.addons.jupyterhub is not None:  # notebooks on the pools, submitting to Slurm through slurmrestd
         JupyterHubRelease("jupyterhub", JupyterHubArgs(config, namespaces, cluster.provider, storage, models,
                                                        state_storage.storage_class), opts)
+    if config.addons.mlflow is not None:  # runs, metrics and the model registry, at MLFLOW_TRACKING_URI
+        outputs["mlflowTrackingUri"] = MlflowServer("mlflow", MlflowArgs(
+            config, namespaces, cluster, slurm.accounting_db.instance, state_storage.storage_class), opts).tracking_uri
     return {
         "slurmNamespace": SLURM_NAMESPACE,
         "slurmPartitions": list(slurm.nodesets),

@@ -5,6 +5,7 @@ Runs on the login pod: it reads the stack config (pydantic) and the instance cat
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -20,7 +21,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from components import catalog
 from components.config.base import SlurmTime
+from components.config.checkpoint_store import JOB_ENV_FILE, TOKEN_DIR
 from components.config.cluster import ClusterConfig, Fsx
+from components.names import MLFLOW_TRACKING_URI
 from components.slinky.images import training_image
 from components.slinky.sizing import slurm_cpus
 from jobs.neuron_runtime import WHAT, NeuronRuntime, NeuronRuntimeError, check_runtime, default_runtime
@@ -87,6 +90,96 @@ class JobTarget:
     # Trainium only: TorchNeuron ("native") or the legacy torch-xla path (jobs/neuron_runtime.py)
     neuron_runtime: NeuronRuntime | None = None
     checkpoint_write_mb_s: float | None = None  # what /shared writes a checkpoint at; None: unknown
+    checkpoint_sync: CheckpointSync | None = None  # the checkpoint manager; None: checkpoints stay on /shared only
+    python: str = "python3"  # the image's interpreter, which runs the checkpoint manager and the evaluation
+    registry_uri: str | None = None  # the cluster's MLflow (addons.mlflow), where evaluations register versions
+
+
+@dataclass(frozen=True)
+class CheckpointSync:
+    """The checkpoint manager's settings for one job (jobs/checkpoint_store; components/config/checkpoint_store.py):
+    the stack's storage.checkpointStore with the partition's and the job's changes."""
+
+    s3: str
+    interval_seconds: int
+    keep: int
+    compression: str  # zstd | off
+
+
+def checkpoint_sync_for(config: ClusterConfig, partition: str) -> CheckpointSync | None:
+    store = config.storage.checkpoint_store
+    if store is None:
+        return None
+    own = config.partitions[partition].checkpoint_store
+    return CheckpointSync(
+        s3=store.s3,
+        interval_seconds=(own.interval_seconds if own and own.interval_seconds else store.interval_seconds),
+        keep=(own.keep if own and own.keep else store.keep),
+        compression=store.compression,
+    )
+
+
+_S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
+
+
+def with_checkpoint_sync(target: JobTarget, s3: str | None = None, interval_seconds: int | None = None,
+                         keep: int | None = None, off: bool = False) -> JobTarget:  # fmt: skip
+    """The target with one job's changes to its checkpoint manager (`job render --checkpoint-*`)."""
+    if off:
+        return dataclasses.replace(target, checkpoint_sync=None)
+    sync = target.checkpoint_sync
+    if s3 is not None and not _S3_URI.match(s3):
+        raise RenderError(f"--checkpoint-s3 {s3}: not an S3 location; use s3://bucket/prefix")
+    if sync is None and s3 is None:
+        if interval_seconds is not None or keep is not None:
+            raise RenderError("--checkpoint-sync-interval and --checkpoint-keep need a checkpoint store: set "
+                              "storage.checkpointStore in the stack, or pass --checkpoint-s3 s3://bucket/prefix")
+        return target
+    if interval_seconds is not None and interval_seconds < 30:
+        raise RenderError(f"--checkpoint-sync-interval {interval_seconds}: give 30 seconds or more")
+    if keep is not None and keep < 1:
+        raise RenderError(f"--checkpoint-keep {keep}: keep 1 or more (the newest is what a job resumes from)")
+    base = sync or CheckpointSync(s3 or "", 300, 3, "zstd")
+    return dataclasses.replace(target, checkpoint_sync=dataclasses.replace(
+        base, s3=s3 or base.s3, interval_seconds=interval_seconds or base.interval_seconds, keep=keep or base.keep))
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The evaluation job a training job submits when it finishes (`job render --evaluate`; jobs/templates/
+    evaluate.sh): jobs/evaluate.py on the newest checkpoint, with the training run's model flags."""
+
+    job_name: str
+    time: str
+    entry: str  # jobs/evaluate.py beside the training entry point, quoted for the shell
+    model: str  # the registered model's name
+    model_flags: str  # the training entry point's flags, quoted (the model's shape comes from them)
+    flags: str  # jobs/evaluate.py's own, each with a leading space
+
+
+def evaluation_for(entry: list[str], job_name: str, time: str = "1:00:00", eval_data: str | None = None,
+                   model: str | None = None) -> Evaluation:  # fmt: skip
+    """What `--evaluate` renders for `entry`: jobs/train.py checkpoints only (their perplexity); a recipe's
+    Hugging Face model is evaluated with jobs/evaluate.py --hf-model (lm-evaluation-harness) directly."""
+    if not entry or Path(entry[0]).name != "train.py":
+        what = entry[0] if entry else "nothing"
+        raise RenderError(f"--evaluate renders the evaluation of jobs/train.py checkpoints, not of {what}: evaluate a "
+                          "Hugging Face model with `python jobs/evaluate.py --hf-model DIR --tasks ...` (docs/jobs.md)")
+    evaluate = str(Path(entry[0]).with_name("evaluate.py"))
+    flags = f" --eval-data {shlex.quote(eval_data)}" if eval_data else ""
+    return Evaluation(job_name=f"{job_name}-eval", time=time, entry=shlex.quote(evaluate), model=model or job_name,
+                      model_flags=" ".join(shlex.quote(a) for a in entry[1:]), flags=flags)  # fmt: skip
+
+
+def code_root(entry: list[str]) -> str:
+    """The checkout the entry point comes from (the directory holding its `jobs` package), quoted for the shell:
+    the job's steps import the checkpoint manager from it; the step's working directory when the entry point is
+    elsewhere."""
+    path = Path(entry[0]) if entry else Path()
+    for parent in path.parents:
+        if parent.name == "jobs":
+            return shlex.quote(str(parent.parent))
+    return '"${PWD}"'
 
 
 @dataclass(frozen=True)
@@ -114,6 +207,19 @@ class ContainerImage:
     def file(self, user: str) -> str:
         """The squashfs file `user`'s steps start from."""
         return f"{self.cache}/{user}/{self.name}.sqsh" if self.cache else self.reference
+
+
+@dataclass(frozen=True)
+class BioNeMoSteps:
+    """What jobs/templates/bionemo.sbatch.j2 runs in its image, as shell words (scripts/k8s/bionemo.py makes them:
+    the entry point, its flags and where the weights come from are BioNeMo's, defined there once)."""
+
+    infer: str  # one task per GPU of every node; reads "${checkpoint}" and "${SLURM_EKS_RESULTS_DIR}"
+    resolve: str | None  # one task: prints the checkpoint's path; None when `checkpoint` is given
+    checkpoint: str | None
+    results: str | None  # the results directory asked for; None: one of the job's own, beside its checkpoints'
+    cache: str  # BIONEMO_CACHE_DIR, unless the submitter exports one
+    mounts: tuple[str, ...]  # directories the container sees beside the shared root (the models')
 
 
 def fsx_write_mb_s(fsx: Fsx) -> float:
@@ -176,6 +282,8 @@ def target_for_partition(
         max_time=partition.max_time,
         checkpoint_write_mb_s=fsx_write_mb_s(config.storage.fsx),
         neuron_runtime=runtime,
+        checkpoint_sync=checkpoint_sync_for(config, name),
+        registry_uri=MLFLOW_TRACKING_URI if config.addons.mlflow is not None else None,
     )
 
 
@@ -203,6 +311,7 @@ def local_target(state_dir: Path, cpus: int, gpus: int) -> JobTarget:
         backend="gloo",
         image=None,
         torchrun=str(torchrun),
+        python=sys.executable,
         shared_root=str(state_dir),
         logs_dir=str(state_dir / "logs"),
         checkpoint_root=str(state_dir / "checkpoints"),
@@ -405,6 +514,11 @@ def template_loader() -> Environment:
     return env
 
 
+def job_name_for(entry: list[str], job_name: str | None = None) -> str:
+    """The job's name: as given, else the entry point's stem."""
+    return job_name or (re.sub(r"[^A-Za-z0-9_.-]", "-", Path(entry[0]).stem) if entry else "") or "train"
+
+
 def render_job(
     target: JobTarget,
     entry: list[str],
@@ -414,13 +528,15 @@ def render_job(
     lead: SignalLead = DEFAULT_LEAD,
     max_requeues: int = DEFAULT_MAX_REQUEUES,
     torchrun_restarts: int = DEFAULT_TORCHRUN_RESTARTS,
+    evaluate: Evaluation | None = None,
 ) -> str:
-    """The sbatch script; `time` defaults to the partition's maxTime (UNLIMITED where it has none)."""
+    """The sbatch script; `time` defaults to the partition's maxTime (UNLIMITED where it has none); with `evaluate`,
+    it submits the evaluation job when training finishes."""
     time = time or target.max_time or "UNLIMITED"
     _check_request(target, entry, nodes, time, lead)
     if max_requeues < 0:
         raise RenderError(f"--max-requeues {max_requeues}: give 0 (never requeue after a preemption) or more")
-    name = job_name or re.sub(r"[^A-Za-z0-9_.-]", "-", Path(entry[0]).stem) or "train"
+    name = job_name_for(entry, job_name)
     image = container_image(target.image, target.shared_root) if target.image else None
     container = ""
     if image:
@@ -442,8 +558,67 @@ def render_job(
         container_flags=container,
         entry=" ".join(shlex.quote(a) for a in entry),
         precompile_key=precompile_key(target, entry),
+        sync=target.checkpoint_sync,
+        job_env_file=JOB_ENV_FILE,
+        store_container_flags=container.replace(
+            f"--container-mounts={target.shared_root}:{target.shared_root} ",
+            f"--container-mounts={target.shared_root}:{target.shared_root},{TOKEN_DIR}:{TOKEN_DIR}:ro "),
+        evaluate=evaluate,
+        registry=target.registry_uri,
+        code_root=code_root(entry),
         rank_prefix=RANK_PREFIX,
         shutdown_timeout=TORCHRUN_SHUTDOWN_TIMEOUT_S,
+    )
+
+
+def environment_block(target: JobTarget) -> str:
+    """The `environment` block of the target's template (NCCL and EFA, or Neuron), for scripts that do not
+    extend base.sbatch.j2."""
+    jinja = template_loader().get_template(f"{target.template}.sbatch.j2")
+    context = jinja.new_context({"t": target, "shutdown_timeout": TORCHRUN_SHUTDOWN_TIMEOUT_S})
+    return "".join(jinja.blocks["environment"](context))
+
+
+def render_bionemo(target: JobTarget, steps: BioNeMoSteps, nodes: int = 1, time: str | None = None,
+                   job_name: str = "bionemo-esm2", threads_per_core: int = 1) -> str:
+    """BioNeMo inference as an sbatch script (jobs/templates/bionemo.sbatch.j2): the partition's GPUs, one task
+    per GPU in the target's image through pyxis; `time` defaults to the partition's maxTime."""
+    if target.template != "nvidia" or not target.gpus_per_node:
+        raise RenderError(
+            f"{target.description}: BioNeMo's image runs on NVIDIA GPUs, one task per GPU. Fix: pick a partition "
+            "of GPU instances (p4d, p5, g5) with --partition")
+    if not target.image:
+        raise RenderError(f"partition {target.partition}: BioNeMo runs in its image; pass --image IMAGE")
+    # Lightning skips its Slurm environment for jobs named so (lightning/fabric/plugins/environments/slurm.py
+    # _is_slurm_interactive_mode) and would start a second set of processes per task.
+    if job_name in ("bash", "interactive"):
+        raise RenderError(f"--job-name {job_name}: Lightning ignores Slurm in a job of that name and would start "
+                          "processes of its own in every task. Fix: choose another --job-name")
+    time = time or target.max_time or "UNLIMITED"
+    # The training scripts' checks of --nodes and --time; a lead of 0, as this script asks for no signal.
+    _check_request(target, [steps.infer], nodes, time, SignalLead(0))
+    # Whole cores per task: with CR_Core_Memory (components/slinky/slurm_conf.py) Slurm rounds each task up to
+    # whole cores, so an odd share of the node's CPUs would ask for more than it has and pend forever.
+    cpus = target.cpus_per_node // target.gpus_per_node // threads_per_core * threads_per_core
+    # One node: NCCL stays on the node (NVLink), no network plugin needed; EFA settings only for several nodes,
+    # where NCCL then runs over aws-ofi-nccl or fails at start (NCCL_NET, jobs/templates/nvidia.sbatch.j2).
+    environment = environment_block(dataclasses.replace(target, efa=target.efa and nodes > 1))
+    image = container_image(target.image, target.shared_root)
+    return template_loader().get_template("bionemo.sbatch.j2").render(
+        t=target,
+        s=steps,
+        nodes=nodes,
+        time=time,
+        job_name=job_name,
+        cpus_per_task=max(cpus, threads_per_core),
+        image=image,
+        # render_job's pyxis flags, with the models' file system mounted too
+        container_flags=" \\\n  ".join([
+            '--container-image="${SLURM_EKS_IMAGE}"', f"--container-name={shlex.quote(image.name)}",
+            f"--container-mounts={','.join(f'{m}:{m}' for m in (target.shared_root, *steps.mounts))}",
+            '--container-workdir="${PWD}"',
+        ]),
+        environment=environment,
     )
 
 

@@ -37,6 +37,8 @@ class NetworkArgs:
     region: str
     # Buckets the stack reads or writes through the S3 gateway endpoint (FSx data repositories).
     buckets: tuple[str, ...] = ()
+    # Prefixes (bucket/prefix) where deleting is allowed too: the checkpoint store prunes its own copies.
+    pruned_prefixes: tuple[str, ...] = ()
 
 
 def ecr_layer_bucket(region: str) -> str:
@@ -45,7 +47,8 @@ def ecr_layer_bucket(region: str) -> str:
     return f"prod-{region}-starport-layer-bucket"
 
 
-def s3_endpoint_policy(partition: str, region: str, buckets: tuple[str, ...]) -> dict[str, Any]:
+def s3_endpoint_policy(partition: str, region: str, buckets: tuple[str, ...],
+                       pruned_prefixes: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
     """The gateway endpoint admits only the stack's own buckets and ECR's layer bucket: a pod or node cannot copy
     data to another account's bucket through it. AL2023 nodes bootstrap with nodeadm and install no packages,
     so the AL2023 repository buckets are not listed (a node running dnf would be refused here)."""
@@ -57,6 +60,9 @@ def s3_endpoint_policy(partition: str, region: str, buckets: tuple[str, ...]) ->
         arns = [f"arn:{partition}:s3:::{b}" for b in sorted(set(buckets))]
         statements += [allow("StackBuckets", BUCKET_ACTIONS, arns),
                        allow("StackBucketObjects", OBJECT_ACTIONS, [f"{arn}/*" for arn in arns])]
+    if pruned_prefixes:
+        statements.append(allow("CheckpointStorePrune", "s3:DeleteObject",
+                                [f"arn:{partition}:s3:::{p.strip('/')}/*" for p in sorted(set(pruned_prefixes))]))
     return {"Version": "2012-10-17", "Statement": statements}
 
 
@@ -142,7 +148,8 @@ class Network(pulumi.ComponentResource):
         aws.ec2.VpcEndpoint(f"{name}-s3", vpc_id=vpc.id, vpc_endpoint_type="Gateway",
                             service_name=f"com.amazonaws.{self._args.region}.s3", route_table_ids=private_rts,
                             policy=aws.get_partition_output().partition.apply(lambda p: json.dumps(
-                                s3_endpoint_policy(p, self._args.region, self._args.buckets))),
+                                s3_endpoint_policy(p, self._args.region, self._args.buckets,
+                                                   self._args.pruned_prefixes))),
                             tags={"Name": f"{cluster}-s3"}, opts=self._child)
         self.vpc_id = vpc.id
         self.private_subnet_ids = pulumi.Output.all(*private_ids)

@@ -1,15 +1,17 @@
 """`addons`: the Kubernetes-native side beside Slurm, each part opt-in (unset: not installed). They run on
-`kubernetesPools`, never on the partitions' nodes. Without Pulumi, so the config can import it."""
+`kubernetesPools` or the system nodes, never on the partitions' nodes. Without Pulumi, so the config can import it."""
 
 from __future__ import annotations
 
 from components.config.base import Model
 from components.config.jupyterhub import JupyterHub
 from components.config.k8s_operators import KubeRay, MpiOperator, Volcano
+from components.config.mlflow import Mlflow
 
 
 class Addons(Model):
     jupyterhub: JupyterHub | None = None
+    mlflow: Mlflow | None = None  # the tracking server and model registry (components/config/mlflow.py)
     kuberay: KubeRay | None = None
     mpi_operator: MpiOperator | None = None
     volcano: Volcano | None = None

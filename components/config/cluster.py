@@ -13,6 +13,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from components.config.addons import Addons
 from components.config.base import Cidr, FsxEvent, Model, SlurmTime
+from components.config.checkpoint_store import CheckpointStore, CheckpointStoreOverride
 from components.config.efs import Efs
 from components.config.gitops import GitOps
 from components.config.health import Health
@@ -135,6 +136,8 @@ class Fsx(Model):
 class Storage(Model):
     fsx: Fsx = Field(default_factory=Fsx)
     efs: Efs | None = None  # model storage (components/config/efs.py); off unless set
+    # jobs' checkpoints copied to S3 as they complete (components/config/checkpoint_store.py); off unless set
+    checkpoint_store: CheckpointStore | None = None
 
 
 class Accounting(Model):
@@ -203,6 +206,8 @@ class Partition(NodeGroup):
     image: str | None = None
     # Slurm accounts (`slurm.accounts`) whose jobs may run here (AllowAccounts=); empty: every account.
     accounts: list[SlurmName] = Field(default_factory=list)
+    # The checkpoint manager's interval and count for this partition's jobs (storage.checkpointStore's otherwise).
+    checkpoint_store: CheckpointStoreOverride | None = None
 
 
 class ClusterConfig(Model):

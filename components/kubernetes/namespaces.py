@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.names import ML_NAMESPACE, SLURM_NAMESPACE
+from components.names import ML_NAMESPACE, MLFLOW_NAMESPACE, SLURM_NAMESPACE
 
 Level = Literal["privileged", "baseline", "restricted"]
 PREFIX = "pod-security.kubernetes.io"
@@ -105,6 +105,10 @@ POD_SECURITY: dict[str, PodSecurity] = {
         "drop ALL, no privilege escalation) and proxy.chp (the same, as 65534) meet restricted; components/"
         "jupyterhub.py turns off singleuser.cloudMetadata.blockWithIptables (a privileged iptables init container: "
         "NetworkPolicies and hop limit 1 keep IMDS away) and gives user pods KubeSpawner's restricted contexts."),
+    MLFLOW_NAMESPACE: _restricted(
+        "components/addons/mlflow.py: the tracking server (ghcr.io/mlflow/mlflow, which sets no USER: it runs as 1000 "
+        "here, as mlflow/mlflow charts/values.yaml podSecurityContext does), its CA fetch and the RDS database-user "
+        "Job run non-root with seccomp RuntimeDefault, no privilege escalation and every capability dropped."),
     ARGOCD: _restricted(
         "argoproj/argo-helm argo-cd 10.1.1 charts/argo-cd/values.yaml: every component's containerSecurityContext "
         "(controller, server, repoServer and its copyutil init container, applicationSet, redis, redisSecretInit) "

@@ -19,6 +19,8 @@ from typing import Any
 import pulumi
 
 from components.addons.k8s_operator_charts import KUBERAY, MPI_OPERATOR_POD, VOLCANO, VOLCANO_ADMISSION_PORT
+from components.addons.mlflow import DB_USER_JOB as MLFLOW_DB_USER_JOB
+from components.addons.mlflow import POD_LABELS as MLFLOW_POD
 from components.config.cluster import ClusterConfig
 from components.kubernetes.charts import (
     CERT_MANAGER,
@@ -32,7 +34,7 @@ from components.kubernetes.namespaces import MPI_OPERATOR as MPI_OPERATOR_NAMESP
 from components.kubernetes.namespaces import NAME_LABEL as NAMESPACE_LABEL
 from components.lifecycle.node_repair import METRICS_PORT as REPAIR_METRICS
 from components.lifecycle.node_repair import POD_LABELS as REPAIR_POD
-from components.names import ML_NAMESPACE, SLURM_NAMESPACE
+from components.names import ML_NAMESPACE, MLFLOW_NAMESPACE, MLFLOW_PORT, SLURM_NAMESPACE
 from components.slinky.accounting_db_user import SERVICE_ACCOUNT as DB_USER_JOB
 from components.slinky.lifecycle_settings import ec2_actions
 from components.slinky.ports import MARIADB, SLURMCTLD, SLURMD, SLURMDBD, SLURMRESTD, SSH
@@ -212,6 +214,7 @@ def slurm_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[d
                egress=[{"to": [pods("slurmctld")], "ports": tcp(SLURMCTLD)},
                        {"to": [pods("slurmd")]},
                        {"to": [pods("login")], "ports": [SRUN_PORTS]},
+                       *to_mlflow(config),
                        internet(vpc_cidr)]),
         # SSH through the NLB: with externalTrafficPolicy Cluster kube-proxy hands the pod a node address, with
         # Local the client's (kubernetes.io/docs/tutorials/services/source-ip/): both are admitted.
@@ -222,6 +225,7 @@ def slurm_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[d
                egress=[{"to": [pods("slurmctld")], "ports": tcp(SLURMCTLD)},
                        {"to": [pods("slurmdbd")], "ports": tcp(SLURMDBD)},  # sacct, sacctmgr
                        {"to": [pods("slurmd")], "ports": [ANY_PORT_ABOVE_1023]},
+                       *to_mlflow(config),
                        internet(vpc_cidr)]),
         policy(ns, "slurmdbd", app_selector("slurmdbd"),
                ingress=[{"from": [pods("slurmctld"), pods("login"), pods("slurmrestd"), JOB_PODS, pods(REPAIR_POD)],
@@ -364,8 +368,38 @@ def jupyterhub_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> l
                ingress=[{"from": [pods(PROXY_POD), pods(HUB_POD)], "ports": tcp(NOTEBOOK_PORT)}],
                egress=[{"to": [pods(HUB_POD)], "ports": tcp(HUB_PORT)},
                        {"to": [pods("slurmrestd", SLURM_NAMESPACE)], "ports": tcp(SLURMRESTD)},
+                       *to_mlflow(config),
                        internet(vpc_cidr)]),
     ]
+
+
+def to_mlflow(config: ClusterConfig) -> list[Rule]:
+    """The egress rule of an MLflow client (slurmd, login, notebooks) with addons.mlflow: its server's port."""
+    if config.addons.mlflow is None:
+        return []
+    return [{"to": [pods(MLFLOW_POD, MLFLOW_NAMESPACE)], "ports": tcp(MLFLOW_PORT)}]
+
+
+def mlflow_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[dict[str, Any]]:
+    """The tracking server (components/addons/mlflow.py) takes connections from Slurm's jobs (slurmd), login shells
+    and, with JupyterHub, notebooks: nothing else, and no address outside the cluster (its Service is ClusterIP). It
+    reaches S3 and STS (its IRSA role) at their public endpoints on 443 (S3 through the VPC's gateway endpoint,
+    whose routes carry S3's public prefixes), the RDS CA bundle, and on RDS its database; never the Kubernetes API,
+    IMDS or Slurm. On RDS the database-user Job reads the master secret and makes the database and user."""
+    mlflow = config.addons.mlflow
+    if mlflow is None:
+        return []
+    ns, rds = MLFLOW_NAMESPACE, mlflow.database == "rds"
+    clients = [pods("slurmd", SLURM_NAMESPACE), pods("login", SLURM_NAMESPACE),
+               *([pods(NOTEBOOK_POD, JUPYTERHUB)] if config.addons.jupyterhub else [])]
+    database = [{"to": [block(vpc_cidr)], "ports": tcp(MARIADB)}] if rds else []
+    found = [*deny_but_dns(ns),
+             policy(ns, "server", app_selector(MLFLOW_POD), ingress=[{"from": clients, "ports": tcp(MLFLOW_PORT)}],
+                    egress=[*database, internet(vpc_cidr, 443)])]
+    if rds:
+        found.append(policy(ns, "database-user", {"matchLabels": {JOB_NAME_LABEL: MLFLOW_DB_USER_JOB}},
+                            egress=[*database, internet(vpc_cidr, 443)]))
+    return found
 
 
 # argoproj/argo-helm argo-cd 10.1.1 templates/_common.tpl argo-cd.selectorLabels: <nameOverride argocd>-<component>;
@@ -392,6 +426,6 @@ def argocd_policies(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[
 def policy_documents(config: ClusterConfig, vpc_cidr: pulumi.Input[str]) -> list[dict[str, Any]]:
     """Every NetworkPolicy (metadata + spec) of the cluster."""
     return [*slurm_policies(config, vpc_cidr), *jupyterhub_policies(config, vpc_cidr),
-            *argocd_policies(config, vpc_cidr),
+            *mlflow_policies(config, vpc_cidr), *argocd_policies(config, vpc_cidr),
             *(p for ns in chart_namespaces(config) for p in chart_namespace(ns, vpc_cidr)),
             *cross_namespace(config, vpc_cidr), *k8s_operator_policies(config, vpc_cidr)]

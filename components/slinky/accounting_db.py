@@ -58,6 +58,7 @@ class AccountingDatabase(pulumi.ComponentResource):
 
     database: Database
     ready: list[pulumi.Resource]
+    instance: aws.rds.Instance | None  # the RDS instance (database: rds), which addons.mlflow puts its database on
 
     def __init__(self, name: str, args: AccountingDatabaseArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("slurm-eks:index:AccountingDatabase", name, None, opts)
@@ -69,8 +70,9 @@ class AccountingDatabase(pulumi.ComponentResource):
                                     metadata={"name": DB_PASSWORD.name, "namespace": args.namespace},
                                     string_data={DB_PASSWORD.key: password.result}, opts=k8s_opts)
         tls: DatabaseTls | None = None
+        self.instance = None
         if args.config.database == "rds":
-            instance = self._rds(name, args)
+            instance = self.instance = self._rds(name, args)
             host: pulumi.Input[str] = instance.address
             self.ready = [secret, *self._database_user(name, args, instance, secret)]
             tls = DatabaseTls(ca_bundle_url=aws.get_region_output().region.apply(db_user.rds_ca_bundle_url),

@@ -29,6 +29,7 @@ from components.slinky.accounting_db import AccountingDatabase, AccountingDataba
 from components.slinky.accounts import accounts_reconcile
 from components.slinky.agent_image import AgentImage
 from components.slinky.host_access import host_access_policy
+from components.slinky.job_aws import job_identity
 from components.slinky.lifecycle_settings import (
     INITIAL_TOPOLOGY,
     TOPOLOGY_CONFIG_MAP,
@@ -71,6 +72,7 @@ class SlurmCluster(pulumi.ComponentResource):
     namespace: list[pulumi.Resource]
     nodesets: dict[str, k8s.apiextensions.CustomResource]
     controller: k8s.apiextensions.CustomResource  # slurmctld: what Slurm clients (the repair controller) wait for
+    accounting_db: AccountingDatabase  # slurmdbd's MariaDB; its RDS instance also holds addons.mlflow's database
 
     def __init__(self, name: str, args: SlurmClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("slurm-eks:index:SlurmCluster", name, None, opts)
@@ -100,7 +102,7 @@ class SlurmCluster(pulumi.ComponentResource):
                                   data={"partitions.json": json.dumps(specs.partitions_document(c), indent=2,
                                                                       sort_keys=True)})
 
-        db = AccountingDatabase(f"{name}-db", AccountingDatabaseArgs(
+        db = self.accounting_db = AccountingDatabase(f"{name}-db", AccountingDatabaseArgs(
             c.slurm.accounting, args.cluster_name, SLURM_NAMESPACE, args.provider, args.vpc_id,
             args.private_subnet_ids, args.cluster_security_group_id, args.storage.storage_class, base,
             args.cluster, args.namespaces),
@@ -120,10 +122,14 @@ class SlurmCluster(pulumi.ComponentResource):
         self._slinky(f"{name}-restapi", "RestApi", specs.CONTROLLER, specs.restapi_spec(c), members)
         self._slinky(f"{name}-login", "LoginSet", specs.CONTROLLER,
                      specs.loginset_spec(c, args.vpc_cidr, PARTITIONS_CONFIG_MAP), [*members, partitions])
+        # Jobs' AWS identity (the checkpoint store's prefix only), mounted into every NodeSet's pods.
+        store = c.storage.checkpoint_store
+        job_aws = job_identity(name, self, args.cluster, args.provider, SLURM_NAMESPACE, store, c.region,
+                               base) if store is not None else []  # fmt: skip
         # The autoscaler owns replicas once the NodeSet exists; a later `pulumi up` must not reset them.
         self.nodesets = {
-            pname: self._slinky(f"{name}-nodeset-{pname}", "NodeSet", pname, specs.nodeset_spec(pname, c), members,
-                                ignore_changes=["spec.replicas"])
+            pname: self._slinky(f"{name}-nodeset-{pname}", "NodeSet", pname, specs.nodeset_spec(pname, c),
+                                [*members, *job_aws], ignore_changes=["spec.replicas"])
             for pname in c.partitions}
         self.register_outputs({"namespace": SLURM_NAMESPACE, "nodesets": list(self.nodesets)})
 

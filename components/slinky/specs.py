@@ -25,6 +25,7 @@ from components.names import LOGIN_NODE_SELECTOR, LOGIN_TAINT, SHARED_MOUNT, SHA
 from components.slinky import identity, node_health, slurm_conf
 from components.slinky.health_settings import health_slurm_conf
 from components.slinky.images import slurm_image, training_image
+from components.slinky.job_aws import nodeset_additions
 from components.slinky.lifecycle_settings import places_topology
 from components.slinky.sizing import LOGFILE, slurmd_resources
 
@@ -260,6 +261,8 @@ def nodeset_spec(name: str, config: ClusterConfig) -> dict[str, Any]:
     image = slurm_image(config.slurm, "slurmd")
     pod = pod_identity(config, "compute", image)
     model_volumes, model_mounts = model_volume(config.storage.efs)
+    # The jobs' AWS identity for the checkpoint store (components/slinky/job_aws.py), when there is a store.
+    job_aws_fields, job_aws_volumes, job_aws_mounts = nodeset_additions(config.storage.checkpoint_store)
     spec: dict[str, Any] = {
         "controllerRef": {"name": CONTROLLER},
         "replicas": partition.min_nodes,
@@ -267,14 +270,16 @@ def nodeset_spec(name: str, config: ClusterConfig) -> dict[str, Any]:
             "image": image,
             "resources": guaranteed(slurmd_resources(partition), devices),
             "volumeMounts": [SHARED_VOLUME_MOUNT, *model_mounts, SHM_VOLUME_MOUNT,
-                             *node_health.nodeset_mounts(name, config)],
+                             *node_health.nodeset_mounts(name, config), *job_aws_mounts],
         }, pod),
         "logfile": logfile_sidecar(image),
         "partition": {"enabled": True, "config": slurm_conf.partition_conf(name, config)},
         "template": pod_template({
+            **job_aws_fields,
             "nodeSelector": node_labels(name, instance),
             "tolerations": tolerations_for(node_taints(instance)),
-            "volumes": [SHARED_VOLUME, *model_volumes, SHM_VOLUME, *node_health.nodeset_volumes(name, config)],
+            "volumes": [SHARED_VOLUME, *model_volumes, SHM_VOLUME, *node_health.nodeset_volumes(name, config),
+                        *job_aws_volumes],
         }, pod),
         # New templates reach pods as they are replaced (autoscaling recycles them), never under a job.
         "updateStrategy": {"type": "OnDelete"},

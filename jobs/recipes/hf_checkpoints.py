@@ -4,7 +4,6 @@ itself as JSON lines (rank 0), like jobs/train.py."""
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -12,20 +11,20 @@ from typing import Any
 import torch.distributed as dist
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from jobs.checkpoint_layout import OWN_COMMIT_MARKER, TRAINER_DIR
 from jobs.training.distributed import DistEnv
 from jobs.training.metrics import JsonLog
 from jobs.training.preemption import StopRequest
 
 # Written into checkpoint-<n>/ by rank 0 after every rank has written its part (the Trainer writes
 # trainer_state.json on rank 0 while other ranks may still be writing RNG states or DeepSpeed shards).
-COMMIT_MARKER = ".complete"
-_CHECKPOINT_DIR = re.compile(r"checkpoint-(\d+)")
+COMMIT_MARKER = OWN_COMMIT_MARKER
 
 
 def _checkpoints(root: Path) -> list[tuple[int, Path]]:
     """(step, directory) of every checkpoint-<n> under `root`, complete or not, oldest first."""
     return sorted((int(m.group(1)), path) for path in root.glob("checkpoint-*")
-                  if (m := _CHECKPOINT_DIR.fullmatch(path.name)) and path.is_dir())  # fmt: skip
+                  if (m := TRAINER_DIR.fullmatch(path.name)) and path.is_dir())  # fmt: skip
 
 
 def latest_complete_checkpoint(root: Path) -> Path | None:

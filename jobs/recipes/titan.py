@@ -42,13 +42,14 @@ if __package__ in (None, ""):  # run as a script (torchrun jobs/recipes/titan.py
 import torch
 import torch.distributed as dist
 
+from jobs.checkpoint_layout import TITAN_FOLDER
 from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY
 from jobs.training.config import CHECKPOINT_DIR_ENV, STOP_FILE_ENV
 from jobs.training.distributed import DistEnv
 from jobs.training.metrics import JsonLog
 from jobs.training.preemption import DONE_MARKER, PREEMPTED_MARKER, StopRequest, clear_stale, write_marker
 
-CHECKPOINT_FOLDER = "checkpoint"  # torchtitan's default `checkpoint.folder`, under dump_folder
+CHECKPOINT_FOLDER = TITAN_FOLDER  # torchtitan's default `checkpoint.folder`, under dump_folder
 # The flags of torchtitan's parallelism config (torchtitan/config/configs.py ParallelismConfig) the start line reports.
 DEGREES = {
     "dp_replicate": "data_parallel_replicate_degree",

@@ -14,7 +14,6 @@ wait for it. On XLA devices the XLA way (`xm.save` from the global master, see j
 
 from __future__ import annotations
 
-import re
 import shutil
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -28,14 +27,14 @@ from torch import nn
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from torch.optim.lr_scheduler import LRScheduler
 
+from jobs.checkpoint_layout import DCP_COMMIT_MARKER, OWN_COMMIT_MARKER, STEP_DIR
 from jobs.training.distributed import DistEnv
 
-_STEP_DIR = re.compile(r"step-(\d+)")
 # Unflattened, "param_groups" is one list per rank naming that rank's parameters: under PP each stage's differs
 # but DCP keeps one copy of a key (torchtitan `torchtitan/components/optimizer.py` OptimizersContainer flattens).
 _STATE_DICT_OPTIONS = StateDictOptions(flatten_optimizer_state_dict=True)
-COMMIT_MARKER = ".metadata"  # DCP's own, written last
-XLA_COMMIT_MARKER = ".complete"  # ours, written by rank 0 once every rank's files are on disk
+COMMIT_MARKER = DCP_COMMIT_MARKER  # DCP's own, written last
+XLA_COMMIT_MARKER = OWN_COMMIT_MARKER  # ours, written by rank 0 once every rank's files are on disk
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def checkpoints(root: Path) -> list[tuple[int, Path]]:
     """All step-<n> directories under root, complete or not, oldest first."""
     if not root.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in root.iterdir() if (m := _STEP_DIR.fullmatch(p.name)) and p.is_dir()]
+    found = [(int(m.group(1)), p) for p in root.iterdir() if (m := STEP_DIR.fullmatch(p.name)) and p.is_dir()]
     return sorted(found)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.config.checkpoint_store import JOB_ENV_CONFIG_MAP
 from components.findings import Finding, resource_label
 from components.lifecycle.node_repair import SETTINGS_CONFIG_MAP as LIFECYCLE_SETTINGS
 from scripts.checks.iam_policy import Request, UnsupportedPolicy, evaluate
@@ -131,6 +132,27 @@ def _lifecycle_settings(plan: Plan) -> dict[str, Any] | None:
     return None
 
 
+def _mlflow_artifacts(plan: Plan) -> str | None:
+    """The MLflow server's `--artifacts-destination`, from its Deployment's command (components/addons/mlflow.py)."""
+    for deployment in _manifests(plan, "Deployment"):
+        for container in deployment.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            command = [str(a) for a in container.get("command") or []]
+            if command[:2] == ["mlflow", "server"] and "--artifacts-destination" in command[:-1]:
+                return command[command.index("--artifacts-destination") + 1]
+    return None
+
+
+def _checkpoint_store(plan: Plan) -> str | None:
+    """The store the jobs' job.env names (components/slinky/job_aws.py), if the plan gives jobs one."""
+    for config_map in _manifests(plan, "ConfigMap"):
+        if config_map.get("metadata", {}).get("name") == JOB_ENV_CONFIG_MAP:
+            for line in str((config_map.get("data") or {}).get("job.env", "")).splitlines():
+                key, _, value = line.partition("=")
+                if key == "SLURM_EKS_CHECKPOINT_STORE":
+                    return value
+    return None
+
+
 def plan_facts(plan: Plan, provider_arn: str) -> Facts:
     """Partition and account from the OIDC provider's ARN, the region from its issuer host, the rest from the
     cluster, Karpenter's chart values and the EC2NodeClass and NodePool manifests."""
@@ -142,7 +164,8 @@ def plan_facts(plan: Plan, provider_arn: str) -> Facts:
                  cluster=str(cluster.get("name", "")), kubernetes_version=str(cluster.get("version", "")),
                  vpc=str(cluster.get("vpcId", "")),
                  node_classes=_node_classes(plan), interruption_queue=_interruption_queue(plan),
-                 lifecycle=_lifecycle_settings(plan))
+                 lifecycle=_lifecycle_settings(plan), mlflow_artifacts=_mlflow_artifacts(plan),
+                 checkpoint_store=_checkpoint_store(plan))
 
 
 def _keys(request: Request) -> str:

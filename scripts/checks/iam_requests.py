@@ -10,7 +10,10 @@ wrong tag name there must show here). Sources:
 - the node lifecycle controller: the EC2 operations slurm/agent/contract.py names, which tests/agent hold to the
   calls the agent really makes through botocore;
 - the VPC CNI: aws/amazon-vpc-cni-k8s pkg/awsutils/awsutils.go (ipamd's EC2 calls: createENI, attachENI, freeENI,
-  AllocIPAddresses, DeallocIPAddresses, and the describes) at v1.20.
+  AllocIPAddresses, DeallocIPAddresses, and the describes) at v1.20;
+- the MLflow tracking server (addons.mlflow): mlflow 3.17.2 mlflow/store/artifact/s3_artifact_repo.py, the S3 calls
+  its artifact proxy makes under --artifacts-destination;
+- the jobs' checkpoint store (storage.checkpointStore): jobs/checkpoint_store/store.py, this repository's own.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ class Facts:
     # The node lifecycle controller's settings.json (components/lifecycle/node_repair.py), as its pod reads them.
     lifecycle: Mapping[str, object] | None = None
     vpc: str = ""  # the cluster's VPC ID
+    mlflow_artifacts: str | None = None  # the MLflow server's --artifacts-destination (s3://bucket/prefix)
+    checkpoint_store: str | None = None  # storage.checkpointStore.s3, as the jobs' job.env names it
 
     # Built here, not with components.aws.iam.Scope: a wrong ARN there must show as a denied request here.
     def arn(self, service: str, resource: str, region: str | None = None, account: str | None = None) -> str:
@@ -287,6 +292,56 @@ def vpc_cni_calls(facts: Facts) -> list[Call]:
     return calls
 
 
+# An artifact of run 0123... of experiment 1: the proxy keeps a run's artifacts at <destination>/<experiment>/<run>/
+# artifacts/ (its default artifact root is mlflow-artifacts:/, mlflow/utils/server_cli_utils.py).
+MLFLOW_RUN_PATH = "1/0123456789abcdef0123456789abcdef/artifacts"
+
+
+def mlflow_calls(facts: Facts) -> list[Call]:
+    """The server's artifact proxy: log_artifact is upload_file (PutObject; a large file's CreateMultipartUpload,
+    UploadPart and CompleteMultipartUpload are authorized as s3:PutObject, and AbortMultipartUpload on a failed one,
+    docs.aws.amazon.com/AmazonS3/latest/userguide/mpuoverview.html), a download is download_file (HeadObject and
+    GetObject, both s3:GetObject), a listing is list_objects_v2 with Prefix (s3:ListBucket with s3:prefix)."""
+    if not facts.mlflow_artifacts:
+        return []
+    bucket, _, prefix = facts.mlflow_artifacts.removeprefix("s3://").partition("/")
+    run = f"{prefix.rstrip('/')}/{MLFLOW_RUN_PATH}"
+    obj, bucket_arn = f"arn:{facts.partition}:s3:::{bucket}/{run}/model/model.safetensors", \
+        f"arn:{facts.partition}:s3:::{bucket}"
+    source = "mlflow 3.17.2 mlflow/store/artifact/s3_artifact_repo.py"
+    return [_call(facts, "s3:PutObject", obj, f"{source} log_artifact (upload_file)"),
+            _call(facts, "s3:AbortMultipartUpload", obj, f"{source} abort_multipart_upload"),
+            _call(facts, "s3:GetObject", obj, f"{source} _download_file (download_file)"),
+            _call(facts, "s3:ListBucket", bucket_arn, f"{source} list_artifacts (list_objects_v2)",
+                  {"s3:prefix": f"{run}/"}),
+            _call(facts, "s3:ListBucket", bucket_arn, f"{source} list_artifacts at the destination's root",
+                  {"s3:prefix": f"{prefix.rstrip('/')}/"})]
+
+
+def checkpoint_store_calls(facts: Facts) -> list[Call]:
+    """What jobs/checkpoint_store asks of S3 for alice's job train-42 (the keys jobs/checkpoint_store/location.py
+    makes): store.py upload (upload_fileobj: PutObject, multipart parts as PutObject, AbortMultipartUpload on a
+    failed one; head_object: s3:GetObject), manifests and has (list_objects_v2 with Prefix: s3:ListBucket with
+    s3:prefix; get_object), restore (download_file: GetObject), prune (delete_object, delete_objects:
+    s3:DeleteObject each), jobs (list_objects_v2 at the prefix and each user's, with Delimiter)."""
+    if not facts.checkpoint_store:
+        return []
+    bucket, _, prefix = facts.checkpoint_store.removeprefix("s3://").partition("/")
+    prefix = prefix.strip("/")
+    under = f"{prefix}/" if prefix else ""
+    job = f"{under}alice/train-42/"
+    obj = f"arn:{facts.partition}:s3:::{bucket}/{job}step-40/__0_0.distcp"
+    bucket_arn = f"arn:{facts.partition}:s3:::{bucket}"
+    source = "jobs/checkpoint_store/store.py"
+    return [_call(facts, "s3:PutObject", obj, f"{source} upload (upload_fileobj)"),
+            _call(facts, "s3:AbortMultipartUpload", obj, f"{source} upload (a failed multipart upload)"),
+            _call(facts, "s3:GetObject", obj, f"{source} upload (head_object), restore (download_file)"),
+            _call(facts, "s3:DeleteObject", obj, f"{source} prune (delete_objects)"),
+            _call(facts, "s3:ListBucket", bucket_arn, f"{source} manifests (list_objects_v2)", {"s3:prefix": job}),
+            _call(facts, "s3:ListBucket", bucket_arn, f"{source} jobs (every user)", {"s3:prefix": under}),
+            _call(facts, "s3:ListBucket", bucket_arn, f"{source} jobs (one user)", {"s3:prefix": f"{under}alice/"})]
+
+
 CONTROLLERS = (
     Controller("Karpenter", "system:serviceaccount:kube-system:karpenter",
                "aws/karpenter-provider-aws website/content/en/v1.14/getting-started/getting-started-with-karpenter/"
@@ -301,4 +356,8 @@ CONTROLLERS = (
                "components/slinky/lifecycle_settings.py ec2_actions", lifecycle_calls),
     Controller("the VPC CNI", "system:serviceaccount:kube-system:aws-node",
                "aws/amazon-vpc-cni-k8s docs/iam-policy.md (scope-down per cluster)", vpc_cni_calls),
+    Controller("the MLflow tracking server", "system:serviceaccount:mlflow:mlflow",
+               "components/addons/mlflow.py artifact_policy", mlflow_calls),
+    Controller("the jobs' checkpoint store", "system:serviceaccount:slurm:slurm-eks-jobs",
+               "components/slinky/job_aws.py store_policy", checkpoint_store_calls),
 )

@@ -23,6 +23,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.addons.mlflow import DB_USER_JOB as MLFLOW_DB_USER_JOB
+from components.addons.mlflow import POD_LABELS as MLFLOW_POD
 from components.compute.scheduling import partition_instance
 from components.config.cluster import ClusterConfig
 from components.findings import Finding
@@ -33,7 +35,7 @@ from components.kubernetes.namespaces import NAME_LABEL as NAMESPACE_LABEL
 from components.lifecycle.autoscaling import PROMETHEUS_RELEASE
 from components.lifecycle.node_repair import METRICS_PORT as REPAIR_METRICS
 from components.lifecycle.node_repair import POD_LABELS as REPAIR_POD
-from components.names import ML_NAMESPACE, SLURM_NAMESPACE
+from components.names import ML_NAMESPACE, MLFLOW_NAMESPACE, MLFLOW_PORT, SLURM_NAMESPACE
 from components.observability.dcgm import DCGM_RELEASE
 from components.observability.neuron import LABELS as NEURON_MONITOR_POD
 from components.observability.neuron import PORT as NEURON_MONITOR_PORT
@@ -274,6 +276,7 @@ def endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
                                       {"metrics": NEURON_MONITOR_PORT})
     found.update(k8s_job_endpoints(config))
     found.update(jupyterhub_endpoints(config))
+    found.update(mlflow_endpoints(config))
     found.update(argocd_endpoints(config))
     return found
 
@@ -413,6 +416,7 @@ def flows(config: ClusterConfig, e: Mapping[str, Endpoint], vpc_cidrs: tuple[str
         (database, 3306), (e["slurm-operator webhook"], 9443), (e["cert-manager webhook"], 10250),
         *(((e["volcano admission"], 8443),) if "volcano admission" in e else ())))
     yield from jupyterhub_flows(e, control_plane, world, imds, database)
+    yield from mlflow_flows(e, control_plane, imds, world, database)
     yield from argocd_flows(config, e, control_plane, world)
 
 
@@ -467,6 +471,50 @@ def jupyterhub_flows(e: Mapping[str, Endpoint], control_plane: Address, world: A
                    "no database, cluster or node service", needed=False)
     for compute in (p for key, p in e.items() if key.startswith("slurmd ")):
         yield Flow(compute, notebook, "TCP", ALL_PORTS, "a Slurm job reaches no notebook", needed=False)
+
+
+def mlflow_endpoints(config: ClusterConfig) -> dict[str, Endpoint]:
+    """addons.mlflow: the tracking server's pod as its Deployment labels it (components/addons/mlflow.py POD_LABELS,
+    the container port `http`) and, on RDS, the database-user Job's pods (the Job controller's labels)."""
+    mlflow = config.addons.mlflow
+    if mlflow is None:
+        return {}
+    found: dict[str, Endpoint] = {
+        "mlflow": Pod("the MLflow tracking server", MLFLOW_NAMESPACE, dict(MLFLOW_POD), {"http": MLFLOW_PORT})}
+    if mlflow.database == "rds":
+        found["mlflow db-user job"] = Pod("MLflow's database-user Job", MLFLOW_NAMESPACE,
+                                          dict.fromkeys(JOB_CONTROLLER_LABELS, MLFLOW_DB_USER_JOB))
+    return found
+
+
+# Who logs to MLflow: Slurm's jobs (slurmd), login shells, notebooks. Every other pod is kept off the server.
+MLFLOW_CLIENTS = ("login", "notebook")
+
+
+def mlflow_flows(e: Mapping[str, Endpoint], control_plane: Address, imds: Address, world: Address,
+                 database: Endpoint) -> Iterator[Flow]:
+    if "mlflow" not in e:
+        return
+    server, port = e["mlflow"], (MLFLOW_PORT, MLFLOW_PORT)
+    clients = [p for key, p in e.items() if key.startswith("slurmd ") or key in MLFLOW_CLIENTS]
+    for client in clients:
+        yield Flow(client, server, "TCP", port, "jobs, login shells and notebooks log runs and models to MLflow")
+    yield Flow(server, world, "TCP", (443, 443), "the server writes artifacts to S3, with STS for its IRSA role")
+    if "mlflow db-user job" in e:
+        job = e["mlflow db-user job"]
+        yield Flow(server, database, "TCP", (3306, 3306), "the server keeps runs and the registry on RDS")
+        yield Flow(job, database, "TCP", (3306, 3306), "the Job creates MLflow's database and user on RDS")
+        yield Flow(job, world, "TCP", (443, 443), "Secrets Manager, STS and the RDS CA bundle over HTTPS")
+    else:
+        yield Flow(server, database, "TCP", (3306, 3306), "the server's SQLite is on its own volume: it needs "
+                   "no database of the cluster's", needed=False)
+    others = (p for key, p in e.items() if isinstance(p, Pod) and p not in clients and not key.startswith("mlflow"))
+    for other in others:
+        yield Flow(other, server, "TCP", port, "only jobs, login shells and notebooks reach MLflow", needed=False)
+    for target, target_port in ((control_plane, 443), (imds, 80), (e["slurmctld"], 6817), (e["slurmdbd"], 6819),
+                                (e["slurmrestd"], 6820), (e["login"], 22)):
+        yield Flow(server, target, "TCP", (target_port, target_port), "the server reaches no Kubernetes API, node "
+                   "or Slurm service", needed=False)
 
 
 def argocd_endpoints(config: ClusterConfig) -> dict[str, Endpoint]:

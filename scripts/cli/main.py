@@ -23,6 +23,7 @@ from components.findings import Finding
 from scripts.cli.accounts import accounts_app
 from scripts.cli.advise import advise
 from scripts.cli.check import check
+from scripts.cli.ckpt import ckpt_app
 from scripts.cli.cost import cost
 from scripts.cli.data import data_app
 from scripts.cli.gitops import gitops_app
@@ -70,6 +71,7 @@ app.add_typer(data_app, name="data")
 app.add_typer(accounts_app, name="accounts")
 app.add_typer(gitops_app, name="gitops")
 app.add_typer(k8s_app, name="k8s")
+app.add_typer(ckpt_app, name="ckpt")
 app.command()(preflight)
 app.command()(policy)
 app.command()(check)

@@ -421,6 +421,19 @@ def job_render(
                      "the wait for the ranks' next stop check, and a --signal-lead that cannot is refused"),
     ] = None,
     max_requeues: Annotated[int, typer.Option(help="requeues after a preemption before giving up")] = 3,
+    checkpoint_s3: Annotated[str | None, typer.Option(
+        help="copy checkpoints to this s3://bucket/prefix (default: the stack's storage.checkpointStore)")] = None,
+    checkpoint_sync_interval: Annotated[int | None, typer.Option(
+        help="seconds between copies to S3 (default: the partition's or the store's)")] = None,
+    checkpoint_keep: Annotated[int | None, typer.Option(
+        help="checkpoints of this job kept in S3 (default: the partition's or the store's)")] = None,
+    no_checkpoint_sync: Annotated[bool, typer.Option(
+        "--no-checkpoint-sync", help="keep this job's checkpoints on /shared only")] = False,
+    evaluate: Annotated[bool, typer.Option(
+        "--evaluate", help="when training finishes, a one-node job evaluates the newest checkpoint (held-out "
+        "perplexity; registered in the cluster's MLflow when addons.mlflow is on)")] = False,
+    eval_data: Annotated[str | None, typer.Option(help="--evaluate: held-out token file (default: synthetic)")] = None,
+    eval_time: Annotated[str, typer.Option(help="--evaluate: the evaluation job's time limit")] = "1:00:00",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
     stacks_dir: Annotated[Path, typer.Option(help="directory of Pulumi.<stack>.yaml")] = STACKS_DIR,
     no_fit_check: Annotated[
@@ -450,9 +463,13 @@ def job_render(
                     f"{fit.problem(hardware.device_word)}: it would stop at its first step. `slurm-eks advise --stack "
                     f"{stack} --partition {partition} --model {model} --seq-len {fit.seq_len}` prints a layout that "
                     "fits; --no-fit-check renders this one anyway")  # fmt: skip
+        target = render.with_checkpoint_sync(target, checkpoint_s3, checkpoint_sync_interval, checkpoint_keep,
+                                             no_checkpoint_sync)
         lead = render.signal_lead(target, list(ctx.args), signal_lead, checkpoint_gb, step_seconds)
+        evaluation = render.evaluation_for(list(ctx.args), render.job_name_for(list(ctx.args), job_name), eval_time,
+                                           eval_data) if evaluate else None  # fmt: skip
         script = render.render_job(target, list(ctx.args), nodes=nodes, time=limit, job_name=job_name,
-                                   lead=lead, max_requeues=max_requeues)
+                                   lead=lead, max_requeues=max_requeues, evaluate=evaluation)
     if lead.formula:  # on stderr, so `job render ... > job.sbatch` still shows it
         errors.print(f"signal lead: {lead.formula}", highlight=False, markup=False)
     _emit(script, output)
@@ -473,6 +490,29 @@ def job_deepspeed_config(
         config, _ = load_stack(stack, stacks_dir)
         made = deepspeed_config.for_partition(config, stack, partition, offload)
     _emit(json.dumps(made.config, indent=2) + "\n", output, f": {made.summary}")
+
+
+# Only what follows `--` is infer_esm2's, as with `job render`.
+@job_app.command("bionemo", context_settings={"allow_extra_args": True})
+def job_bionemo(
+    ctx: typer.Context,
+    stack: Annotated[str, typer.Option("--stack", "-s", help="stack whose partition to target")],
+    partition: Annotated[str, typer.Option("--partition", "-p", help="a partition of NVIDIA GPUs")],
+    nodes: Annotated[int, typer.Option("--nodes", "-N", min=1)] = 1,
+    time_limit: Annotated[str | None, typer.Option("--time", "-t", help="default: the partition's maxTime")] = None,
+    job_name: Annotated[str | None, typer.Option("--job-name", "-J", help="default: bionemo-esm2")] = None,
+    image: Annotated[str | None, typer.Option(help="default: the pinned BioNeMo Framework image")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+    stacks_dir: Annotated[Path, typer.Option(help="directory of Pulumi.<stack>.yaml")] = STACKS_DIR,
+) -> None:
+    """Write an sbatch script of BioNeMo ESM-2 inference (infer_esm2 through pyxis, one task per GPU); its
+    arguments go after `--`, --data-path required (docs/bionemo.md)."""
+    from scripts.k8s.bionemo import sbatch_script  # one definition of the BioNeMo job, shared with `k8s render`
+
+    with render_errors():
+        config, _ = load_stack(stack, stacks_dir)
+        script = sbatch_script(config, stack, partition, list(ctx.args), nodes, time_limit, job_name, image)
+    _emit(script, output)
 
 
 @image_app.command("pull")

@@ -1,12 +1,14 @@
-"""RayCluster, MPIJob and Volcano Queue + Job for one Kubernetes pool (`kubernetesPools.<name>`), as dicts the CLI
-writes as YAML. Field names follow the CRDs in ../shared/crds (kuberay v1.7.0, mpi-operator v0.8.0, volcano
-v1.15.1); pods are placed with the pool's own nodeSelector and tolerations (components/compute/nodepools.py
+"""RayCluster, MPIJob, Volcano Queue + Job and a BioNeMo inference Job (batch/v1; its BioNeMo side in
+scripts/k8s/bionemo.py) for one Kubernetes pool (`kubernetesPools.<name>`), as dicts the CLI writes as YAML. Field
+names follow the CRDs in ../shared/crds (kuberay v1.7.0, mpi-operator v0.8.0, volcano v1.15.1) and Kubernetes
+1.33's schemas; pods are placed with the pool's own nodeSelector and tolerations (components/compute/nodepools.py
 pool_scheduling), request the node's devices (components/compute/scheduling.py device_requests) and the CPU and
 memory a slurmd pod gets on the same node (components/slinky/specs.py slurmd_resources), and mount /shared and
 the models in the `ml` namespace (components/addons/k8s_operators.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import shlex
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from components.config.cluster import ClusterConfig
 from components.config.efs import model_volume
 from components.config.k8s_pools import KubernetesPool
 from components.kubernetes.namespaces import RESTRICTED_CONTAINER, RESTRICTED_POD
-from components.names import ML_NAMESPACE
+from components.names import ML_NAMESPACE, SHARED_MOUNT
 from components.slinky.images import TRAINING_IMAGES
 from components.slinky.sizing import slurmd_resources
 from components.slinky.specs import (
@@ -35,6 +37,7 @@ from components.slinky.specs import (
     guaranteed,
 )
 from jobs.neuron_runtime import default_runtime
+from scripts.k8s import bionemo
 from scripts.k8s.environment import TemplateTarget, template_environment
 
 RAY_API, MPI_API = "ray.io/v1", "kubeflow.org/v2beta1"
@@ -48,6 +51,7 @@ RAY_UID = 1000  # the `ray` user of Ray's images (ray docker/base-deps Dockerfil
 LAUNCHER = Resources(1000, 2048)
 NOTHING = Resources(0, 0)
 TORCHRUN_PORT = 29500  # torchrun's default --master-port (torch/distributed/run.py)
+DEFAULT_WORKERS = 2  # ray, mpijob, volcano without --workers
 
 
 class K8sRenderError(ValueError):
@@ -80,8 +84,9 @@ class PoolTarget:
         return [{"name": k, "value": v} for k, v in env.items()]
 
 
-def pool_target(config: ClusterConfig, stack: str, name: str, need: str = "accelerator") -> PoolTarget:
-    """`need`: "accelerator" (GPUs or Trainium) or "nvidia" (NCCL)."""
+def pool_target(config: ClusterConfig, stack: str, name: str, need: str = "accelerator",
+                why: str = "nccl-tests runs NCCL") -> PoolTarget:
+    """`need`: "accelerator" (GPUs or Trainium) or "nvidia" (`why`: what needs NVIDIA GPUs)."""
     if name not in config.kubernetes_pools:
         close = difflib.get_close_matches(name, list(config.kubernetes_pools), n=1, cutoff=0.6)
         known = ", ".join(config.kubernetes_pools) or "none"
@@ -93,7 +98,7 @@ def pool_target(config: ClusterConfig, stack: str, name: str, need: str = "accel
     pool = config.kubernetes_pools[name]
     instance = partition_instance(pool)
     if instance.accelerator == "none" or (need == "nvidia" and instance.accelerator != "nvidia"):
-        what = "NVIDIA GPUs (nccl-tests runs NCCL)" if need == "nvidia" else "GPUs or Trainium"
+        what = f"NVIDIA GPUs ({why})" if need == "nvidia" else "GPUs or Trainium"
         raise K8sRenderError(
             f"kubernetesPools.{name}.instanceTypes {pool.instance_types} have no {what}. Fix: pick a pool of "
             f"{'p4d/p5/g5' if need == 'nvidia' else 'p4d/p5/g5/trn1/trn2'} instances with --pool")
@@ -239,9 +244,42 @@ def volcano_job(target: PoolTarget, workers: int, entry: list[str], image: str |
     }}
 
 
-def render(kind: str, config: ClusterConfig, stack: str, pool: str, workers: int, image: str | None = None,
-           entry: list[str] | None = None) -> list[dict[str, Any]]:
-    """The objects of `kind` ("ray", "mpijob", "volcano") for `pool`."""
+def bionemo_job(target: PoolTarget, workers: int | None = None, image: str | None = None,
+                entry: list[str] | None = None) -> dict[str, Any]:
+    """BioNeMo ESM-2 inference (scripts/k8s/bionemo.py) as a Job of one pod on one node of the pool, with all of its
+    GPUs, in the `ml` namespace with /shared, the models and /dev/shm, under the restricted Pod Security level."""
+    if workers not in (None, 1):
+        raise K8sRenderError(
+            f"--workers {workers}: bionemo renders one pod on one node (infer_esm2 starts a process per GPU itself). "
+            f"Fix: drop --workers; for several nodes run it on Slurm (`slurm-eks job bionemo --nodes {workers}`)")
+    if not target.config.addons.batch_operators:
+        raise K8sRenderError(
+            f"stacks/Pulumi.{target.stack}.yaml turns on no batch operator (addons.kuberay, mpiOperator or volcano), "
+            f"so the cluster has no `{ML_NAMESPACE}` namespace with the /shared and model claims this Job mounts. "
+            "Fix: add one, e.g. `addons: {volcano: {}}`, and `pulumi up`")
+    try:
+        mount = bionemo.models_mount(target.config, target.stack)
+        request = bionemo.infer_request(entry or [], SHARED_MOUNT, mount)
+    except bionemo.BioNeMoRequestError as error:
+        raise K8sRenderError(str(error)) from None
+    name = f"bionemo-esm2-{target.name}"
+    # One node: NCCL stays on it (NVLink), so no EFA interfaces and no EFA settings (their NCCL_NET would fail the
+    # start if the image lacks aws-ofi-nccl, which nothing offline can show).
+    one_node = dataclasses.replace(target, efa_interfaces=0)
+    results = request.results or f"{SHARED_MOUNT}/bionemo/results/{name}"
+    container = bionemo.container(request, image or bionemo.IMAGE, target.devices, results, mount,
+                                  one_node.environment(), pod_resources(one_node))
+    return bionemo.job(_meta(name), _pod_spec(target, [container], run_as=bionemo.UID))
+
+
+def render(kind: str, config: ClusterConfig, stack: str, pool: str, workers: int | None = None,
+           image: str | None = None, entry: list[str] | None = None) -> list[dict[str, Any]]:
+    """The objects of `kind` ("ray", "mpijob", "volcano", "bionemo") for `pool`; `workers` defaults to
+    DEFAULT_WORKERS (bionemo: one)."""
+    if kind == "bionemo":
+        why = "BioNeMo's image runs on CUDA"
+        return [bionemo_job(pool_target(config, stack, pool, need="nvidia", why=why), workers, image, entry)]
+    workers = DEFAULT_WORKERS if workers is None else workers
     if kind == "ray":
         return [ray_cluster(pool_target(config, stack, pool), workers, image)]
     if kind == "mpijob":
@@ -254,4 +292,4 @@ def render(kind: str, config: ClusterConfig, stack: str, pool: str, workers: int
     if kind == "volcano":
         target = pool_target(config, stack, pool)
         return [volcano_queue(target), volcano_job(target, workers, entry or ["/shared/train.py"], image)]
-    raise K8sRenderError(f"unknown kind {kind!r}: ray, mpijob or volcano")
+    raise K8sRenderError(f"unknown kind {kind!r}: ray, mpijob, volcano or bionemo")

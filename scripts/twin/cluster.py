@@ -26,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from components import catalog
+from components.config.checkpoint_store import JOB_ENV_CONFIG_MAP
 from components.kubernetes.label_selectors import selects
 from scripts.checks import pod_flows
 from scripts.offline.plan_model import Plan
-from scripts.twin import autoscaling, database, hardware, images, network, policy
+from scripts.twin import autoscaling, aws, database, hardware, images, network, policy
 from scripts.twin.errors import TwinError
+from scripts.twin.network import PodLink
 from scripts.twin.operator import accounting as accounting_builder
 from scripts.twin.operator import controller as controller_builder
 from scripts.twin.operator import login as login_builder
@@ -185,6 +187,11 @@ class Twin:
         maps[names.controller_config_name(self.controller)] = {"data": data}
         for loginset in self.objects.get("LoginSet", {}).values():
             maps[names.loginset_ssh_config_name(loginset)] = {"data": login_builder.login_ssh_config_data(loginset)}
+        job_aws = maps.get(JOB_ENV_CONFIG_MAP)
+        if job_aws is not None and getattr(self, "aws", None) is not None:  # jobs reach the twin's AWS
+            data = job_aws["data"]
+            maps[JOB_ENV_CONFIG_MAP] = {**job_aws, "data": {**data, aws.JOB_ENV_KEY: aws.with_endpoint(
+                data[aws.JOB_ENV_KEY], str(self.aws.address))}}
         for name, cm in list(maps.items()):
             if "cgroup.conf" in (cm.get("data") or {}):
                 maps[name] = {**cm, "data": {**cm["data"], "cgroup.conf": _set_keys(cm["data"]["cgroup.conf"],
@@ -413,7 +420,14 @@ class Twin:
         cli.write_text(f"#!/bin/sh\n# The job tooling on the login image: this repository's CLI.\n"
                        f"exec {REPO / '.venv' / 'bin' / 'slurm-eks'} \"$@\"\n")
         cli.chmod(0o755)
-        training = [("/usr/local/bin/torchrun", torchrun), ("/usr/local/bin/slurm-eks", cli)]
+        # The training image's python3 (the checkpoint manager and evaluation steps run it): this repository's
+        # venv, with boto3, mlflow and lm-eval as `pip install slurm-eks[checkpoints,evaluation,registry]` gives.
+        python = self.state / "standins" / "python3"
+        python.write_text("#!/bin/sh\n# The training image's Python (scripts/twin/cluster.py _images).\n"
+                          f"exec {REPO / '.venv' / 'bin' / 'python'} \"$@\"\n")
+        python.chmod(0o755)
+        training = [("/usr/local/bin/torchrun", torchrun), ("/usr/local/bin/slurm-eks", cli),
+                    ("/usr/local/bin/python3", python)]
         return images.ImageBuilder(self.shared, self.prefix, self.state / "images",
                                    {"slurmd": [("/usr/sbin/slurmd", shim), *pyxis, *devices, *training,
                                                ("/usr/local/bin/neuron_parallel_compile",
@@ -452,6 +466,24 @@ class Twin:
 
     def _namespace(self) -> str:
         return names.namespace_of(self.controller)
+
+    def start_outside(self, name: str, index: int, container: Container) -> PodLink:
+        """A service outside the VPC (scripts/twin/aws.py): its own namespace at network.OUTSIDE's host `index`,
+        the machine's root as its file system; stopped with the pods."""
+        link = self.network.attach_outside(name, index)
+        start(PodRuntimeSpec(name, name, ["/"], [container]), link, self.state / "pods" / name, self.state / "hosts")
+        return link
+
+    def _start_aws(self, job_env: str) -> None:
+        self.aws = self.start_outside("aws", aws.AWS_INDEX, aws.aws_container())
+        store = aws.store_location(job_env)
+        if store:
+            bucket = store.removeprefix("s3://").split("/")[0]
+            region = str(self.plan.outputs.get("region", "")) or "us-east-1"
+            made = subprocess.run(["ip", "netns", "exec", self.aws.netns, *aws.create_bucket_command(bucket, region)],
+                                  capture_output=True, text=True, timeout=120)  # fmt: skip
+            if made.returncode != 0:
+                raise TwinError(f"the twin's AWS (moto) did not make bucket {bucket}: {made.stderr.strip()[-500:]}")
 
     def _wait(self, what: str, check: Any, timeout_s: float, where: str) -> None:
         deadline = time.monotonic() + timeout_s
@@ -518,6 +550,9 @@ class Twin:
                            names.accounting_key(self.accounting))
             self._database()
         self._write_hosts()
+        job_aws = self.objects.get("ConfigMap", {}).get(JOB_ENV_CONFIG_MAP)
+        if job_aws is not None:  # the plan gives jobs an AWS identity: the twin's AWS answers it
+            self._start_aws(job_aws["data"][aws.JOB_ENV_KEY])
         # Every pod's network namespace exists now: the policies apply before anything starts.
         for name, (kind, pod) in plans.items():
             self.pods[name] = TwinPod(name, pod.namespace, pod.labels, kind)

@@ -23,6 +23,10 @@ FIRST_POD_INDEX = 10
 # The last /24 of the VPC range: private subnets of our stacks start at the bottom (components/aws/vpc.py),
 # so the top /24 is free of anything the plan names.
 POD_PREFIX = 24
+# Services outside the VPC (the twin's AWS endpoints, a local MLflow): addresses of TEST-NET-1 (RFC 5737,
+# documentation only), so the policies read them as the internet, as S3's and STS's public addresses are. They
+# sit on the same bridge: pods reach them on-link, without routing through this machine.
+OUTSIDE = ipaddress.IPv4Network("192.0.2.0/24")
 
 
 def ip(*args: str, netns: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -78,13 +82,22 @@ class PodNetwork:
 
     def attach(self, pod: str, index: int | None = None) -> PodLink:
         """A new network namespace for `pod` with the next free address (or host `index` of the subnet)."""
-        if pod in self.links:
-            raise TwinError(f"pod {pod} already has a network namespace")
         used = {link.address for link in self.links.values()}
         if index is None:
             index = next(i for i in range(FIRST_POD_INDEX, self.subnet.num_addresses - 1)
                          if self.subnet.network_address + i not in used)
         address = self.subnet.network_address + index
+        return self._namespace(pod, address, self.subnet.prefixlen,
+                               [["default", "via", str(self.host_address)], [str(OUTSIDE), "dev", "eth0"]])
+
+    def attach_outside(self, name: str, index: int) -> PodLink:
+        """A namespace for a service outside the VPC at OUTSIDE's host `index`, on-link with the pods."""
+        return self._namespace(name, OUTSIDE.network_address + index, 32, [[str(self.subnet), "dev", "eth0"]])
+
+    def _namespace(self, pod: str, address: ipaddress.IPv4Address, prefixlen: int,
+                   routes: list[list[str]]) -> PodLink:  # fmt: skip
+        if pod in self.links:
+            raise TwinError(f"pod {pod} already has a network namespace")
         netns = self.netns_name(pod)
         number = len(self.links)
         host_end, pod_end = f"tw{self.twin_id}h{number}"[:IFNAMSIZ], f"tw{self.twin_id}p{number}"[:IFNAMSIZ]
@@ -95,9 +108,10 @@ class PodNetwork:
         ip("link", "set", host_end, "up")
         ip("link", "set", "lo", "up", netns=netns)
         ip("link", "set", pod_end, "name", "eth0", netns=netns)
-        ip("addr", "add", f"{address}/{self.subnet.prefixlen}", "dev", "eth0", netns=netns)
+        ip("addr", "add", f"{address}/{prefixlen}", "dev", "eth0", netns=netns)
         ip("link", "set", "eth0", "up", netns=netns)
-        ip("route", "add", "default", "via", str(self.host_address), netns=netns)
+        for route in routes:
+            ip("route", "add", *route, netns=netns)
         link = PodLink(pod, netns, address)
         self.links[pod] = link
         return link

@@ -3,7 +3,8 @@
 Kubernetes' volume kinds (kubernetes.io/docs/concepts/storage/volumes/) the plan's pods use:
 - configMap / secret / projected: the object's keys as files (`items` pick keys and paths, `defaultMode` and
   per-item `mode` set the modes); a Secret's values are masked in the plan ("[secret]"), so the twin makes
-  its own: `Secrets` holds one value per (secret, key), made once per twin;
+  its own: `Secrets` holds one value per (secret, key), made once per twin; a projected serviceAccountToken
+  becomes a token file;
 - emptyDir: an empty directory per pod; hostPath: a directory per pod (each pod is its own node here);
 - persistentVolumeClaim: one directory per claim, shared by every pod that mounts it (FSx's /shared is one
   file system for every pod, as in the cluster).
@@ -133,6 +134,10 @@ class Volumes:
                     for sub in ("configMap", "secret"):
                         if sub in part:
                             self._files(directory, part[sub], sub, source.get("defaultMode", DEFAULT_MODE), owner)
+                    if "serviceAccountToken" in part:  # the kubelet's token for the audience; the twin's AWS
+                        token = part["serviceAccountToken"]  # (scripts/twin/aws.py) takes any token
+                        _write(directory / token["path"], f"twin: {pod.name} for {token.get('audience', '')}\n"
+                               .encode(), source.get("defaultMode", DEFAULT_MODE), owner)
             elif kind not in ("emptyDir", "hostPath"):
                 raise TwinError(f"pod {pod.name}: volume {volume.name} is a {kind}, which the twin cannot make")
             if kind in ("emptyDir", "hostPath"):

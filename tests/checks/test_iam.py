@@ -53,11 +53,14 @@ def test_the_shipped_stacks_pass(stack: str) -> None:
     # Not vacuous: every controller's role is found, and Karpenter's requests cover each node class.
     # On RDS, the database-user Job's reads the one master secret (tests/plan/test_secrets.py); Grafana's reads
     # CloudWatch metrics only (tests/observability/test_cloudwatch.py).
+    # MLflow's (addons.mlflow, prod) reads that secret too (tests/mlflow/test_plan.py).
     others = {"system:serviceaccount:monitoring:prometheus-grafana"} | (
-        {"system:serviceaccount:slurm:slurm-db-user"} if stack == "prod" else set())
+        {"system:serviceaccount:slurm:slurm-db-user", "system:serviceaccount:mlflow:mlflow-db-user"}
+        if stack == "prod" else set())
     # The EFS CSI controller exists only where storage.efs is on (prod); the lifecycle controller reads EC2 only
-    # with EFA partitions or Capacity Blocks (prod).
-    prod_only = ("the EFS CSI controller", "the node lifecycle controller")
+    # with EFA partitions or Capacity Blocks (prod); the MLflow server only with addons.mlflow (prod).
+    prod_only = ("the EFS CSI controller", "the node lifecycle controller", "the MLflow tracking server",
+                 "the jobs' checkpoint store")
     controllers = {c.service_account for c in CONTROLLERS if stack == "prod" or c.name not in prod_only}
     assert set(roles) == controllers | others
     facts = plan_facts(plan, roles["system:serviceaccount:kube-system:karpenter"].provider_arn)

@@ -12,6 +12,7 @@ from components.config.slurm_advisories import ADVISORIES, advisories_for
 from components.config.validation import parse_cluster_config
 from tests.config.helpers import Mutation, both, drop_at, problems_of_rule, raw_config, set_at
 from tests.config.team_cases import TEAM_CASES
+from tests.mlflow.cases import MLFLOW_CASES
 
 # rule -> (stack to start from, mutation, expected path, words the message must hold)
 CASES: dict[str, list[tuple[str, Mutation, str, str]]] = {
@@ -184,6 +185,13 @@ CASES["pool-name"] = [
     ("prod", lambda c: c["kubernetesPools"].update(ML_Pool=c["kubernetesPools"].pop("ml-h100")),
      "kubernetesPools.ML_Pool", "Kubernetes object and label values"),
 ]
+CASES["checkpoint-store"] = [
+    ("prod", set_at("storage.checkpointStore.s3", "ml-data/store"), "storage.checkpointStore.s3", "not an S3 URI"),
+    ("prod", set_at("storage.checkpointStore.s3", "s3://ml-data/checkpoints/store"), "storage.checkpointStore.s3",
+     "overlaps storage.fsx.repositories[1]"),
+    ("prod", set_at("storage.checkpointStore.s3", "s3://ml-data/mlflow/store"), "storage.checkpointStore.s3",
+     "overlaps addons.mlflow.artifacts"),
+]
 CASES["pool-min-nodes"] = [("prod", set_at(f"{POOL}.minNodes", 1), f"{POOL}.minNodes", "would be silently ignored")]
 CASES["instance-type-known"].append(("prod", set_at(f"{POOL}.instanceTypes", ["p5.48xlarg"]),
                                      f"{POOL}.instanceTypes[0]", "not in the instance catalog"))
@@ -238,6 +246,7 @@ CASES["jupyterhub-exposure"] = [
     ("prod", drop_at(f"{HUB}.exposure.tls"), f"{HUB}.exposure.tls", "in plain HTTP"),
     ("prod", set_at(f"{HUB}.exposure.tls.secret", "hub-tls"), f"{HUB}.exposure.tls", "exactly one of them"),
 ]
+CASES.update(MLFLOW_CASES)  # addons.mlflow (tests/mlflow has the server's plan, policies and IAM)
 CASES["gitops-repo"] = [  # more cases: tests/gitops/test_gitops.py
     ("prod", set_at("gitops", {"repoURL": "http://git.example.com/x.git"}), "gitops.repoURL", "HTTPS or SSH"),
     ("prod", set_at("gitops", {"repoURL": "git@git.example.com:o/r.git", "path": "/abs"}), "gitops.path",

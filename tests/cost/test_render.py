@@ -60,12 +60,12 @@ def test_cost_cli_on_the_prod_stack(fmt: str) -> None:
     if fmt == "json":
         data = json.loads(result.output)
         assert data["region"] == "us-west-2" and data["total"]["max"] > 1800
-        assert "m7i.2xlarge in us-west-2" in data["missing"]
-        assert "no price: m7i.2xlarge in us-west-2" in {f["message"] for f in data["findings"]}
+        assert "nlbHour in us-west-2" in data["missing"]
+        assert "no price: nlbHour in us-west-2" in {f["message"] for f in data["findings"]}
         assert data["counts"]["warning"] == len(data["findings"])
     else:
         assert "cost of stack prod in us-west-2" in result.output and "gpu-h100" in result.output
-        assert "warning[no-price] " in result.output and "    no price: m7i.2xlarge in us-west-2\n" in result.output
+        assert "warning[no-price] " in result.output and "    no price: nlbHour in us-west-2\n" in result.output
 
 
 def test_refresh_without_credentials_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -106,6 +106,6 @@ def test_the_table_reads_at_80_columns() -> None:
     table = lines[:next(i for i, line in enumerate(lines) if line.startswith("≥:")) + 1]
     assert max(len(line) for line in table) <= 80, "\n".join(table)
     words = {word for line in table for word in line.split()}
-    for whole in ("p4de.24xlarge", "trn1n.32xlarge", "slurm-db-mariadb", "PERSISTENT_2", "$792.96", "≥$1,808.27",
+    for whole in ("p4de.24xlarge", "trn1n.32xlarge", "slurm-db-mariadb", "PERSISTENT_2", "$792.96", "≥$1,810.09",
                   "processed", "(LCU)"):
         assert whole in words, f"{whole} was cut: {sorted(words)}"

@@ -22,12 +22,9 @@ import dataclasses
 import json
 import os
 import pwd
-import re
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -37,9 +34,7 @@ from jobs.render import render_job, target_for_partition
 from tests.conftest import REPO, unavailable
 from tests.jobs import runs
 from tests.jobs.runs import Run, complete_steps, once_at_step, stop_file
-from tests.render.standins import JobSandbox, job_sandbox
-
-RANK_PREFIX = re.compile(r"^\[\d+\]: ")  # the job scripts prefix each worker line with its rank
+from tests.render.standins import job_sandbox, last_event, run_script
 
 pytestmark = pytest.mark.torch
 
@@ -178,47 +173,3 @@ def test_the_rendered_trainium_script_runs_stops_and_resumes_end_to_end(
     assert "graphs already compiled" in resumed.stdout and len(sandbox.calls("neuron_parallel_compile")) == 1
     assert last_event(resumed.stdout, "resumed")["step"] == stop_step
     assert last_event(resumed.stdout, "done")["params_sha256"] == digest
-
-
-def run_script(
-    sandbox: JobSandbox, script: Path, env: dict[str, str], stop_after_step: int | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run the job script; with `stop_after_step`, touch its stop file (what its USR2 trap does) once a
-    worker logs that step."""
-    proc = subprocess.Popen(["bash", str(script)], cwd=sandbox.root, env=sandbox.env(**env, MASTER_PORT=free_port()),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    stderr: list[str] = []
-    reader = threading.Thread(target=lambda: stderr.extend(proc.stderr))  # type: ignore[arg-type]
-    reader.start()
-    out = []
-    timer = threading.Timer(300, proc.kill)
-    timer.start()
-    try:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            out.append(line)
-            event = parse_event(line)
-            if stop_after_step is not None and event and "loss" in event and event["step"] >= stop_after_step:
-                (sandbox.checkpoints / "STOP").touch()
-                stop_after_step = None
-        proc.wait()
-    finally:
-        timer.cancel()
-        reader.join()
-    return subprocess.CompletedProcess(proc.args, proc.returncode, "".join(out), "".join(stderr))
-
-
-def parse_event(line: str) -> dict | None:
-    text = RANK_PREFIX.sub("", line.strip(), count=1)
-    return json.loads(text) if text.startswith("{") else None
-
-
-def last_event(stdout: str, name: str) -> dict:
-    events = [e for e in map(parse_event, stdout.splitlines()) if e and e.get("event") == name]
-    assert events, f"no {name!r} event in:\n{stdout[-3000:]}"
-    return events[-1]
-
-
-def free_port() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])

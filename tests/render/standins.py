@@ -7,6 +7,8 @@ environment variables the scripts set) to `<log>/<tool>.jsonl`, then does the le
 * `scontrol show hostnames` prints one node ($FAKE_NODE, default node-0); `scontrol show job -o ID` a
   one-line record whose Command= is $FAKE_COMMAND (`(null)` without it: a script sbatch read from stdin);
   other calls are only recorded (`requeue`);
+* `sbatch` keeps the script it reads on stdin in `<log>/sbatch.stdin` and prints a job id ($FAKE_SUBMITTED_ID,
+  default 43), as `sbatch --parsable` does;
 * `neuron_parallel_compile` runs its command with NEURON_EXTRACT_GRAPHS_ONLY=1, as the real tool does
   (exit $FAKE_COMPILE_RC instead, when set);
 * `torchrun` (replaced by a real one with `job_sandbox(root, torchrun=<path>)`) plays the training
@@ -21,19 +23,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.render import JobTarget
 
+RANK_PREFIX = re.compile(r"^\[\d+\]: ")  # the job scripts prefix each worker line with its rank
 # What the job scripts set or must not set, recorded by each stand-in call.
 RECORDED_ENV = (
     "SLURM_EKS_DEVICE", "SLURM_EKS_CHECKPOINT_DIR", "NEURON_CC_FLAGS", "NEURON_COMPILE_CACHE_URL",
     "NEURON_EXTRACT_GRAPHS_ONLY", "NEURON_RT_NUM_CORES", "NEURON_RT_VISIBLE_CORES", "FI_PROVIDER",
     "FI_EFA_USE_DEVICE_RDMA", "FI_EFA_FORK_SAFE", "FI_EFA_USE_HUGE_PAGE", "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE",
-    "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
+    "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "SLURM_CPUS_PER_TASK",
 )
 # Inherited settings that would change what the scripts do; the sandbox starts without them.
 CLEARED_ENV = (*RECORDED_ENV, "SLURM_EKS_STOP_FILE", "MAX_REQUEUES", "MASTER_ADDR", "MASTER_PORT")
@@ -56,7 +62,12 @@ if sys.argv[1:3] == ["show", "hostnames"]:
     print(os.environ.get("FAKE_NODE", "node-0"))
 if sys.argv[1:3] == ["show", "job"]:
     print(f"JobId={sys.argv[-1]} JobName=train UserId=u(1000) JobState=RUNNING "
-          f"Command={os.environ.get('FAKE_COMMAND', '(null)')} WorkDir=/tmp")
+          f"Command={os.environ.get('FAKE_COMMAND', '(null)')} WorkDir=/tmp StdOut={os.environ.get('FAKE_STDOUT', '')}")
+""",
+    "sbatch": _RECORD + """
+with open(os.path.join(os.environ["STUB_LOG"], "sbatch.stdin"), "a") as script:
+    script.write(sys.stdin.read())
+print(os.environ.get("FAKE_SUBMITTED_ID", "43"))
 """,
     "neuron_parallel_compile": _RECORD + """
 if os.environ.get("FAKE_COMPILE_RC"):
@@ -117,9 +128,11 @@ class JobSandbox:
         """The stand-in /shared directories every user makes their own in (identity-setup.sh: mode 1777)."""
         return tuple(self.shared / name for name in ("checkpoints", "images", "neuron-cache", "logs"))
 
-    def target(self, target: JobTarget) -> JobTarget:
-        """`target` with /shared (images, compile cache, checkpoints) moved into the sandbox."""
-        return dataclasses.replace(target, shared_root=str(self.shared), checkpoint_root=str(self.checkpoint_root))
+    def target(self, target: JobTarget, checkpoint_store: bool = False) -> JobTarget:
+        """`target` with /shared (images, compile cache, checkpoints) moved into the sandbox. Without the checkpoint
+        store unless asked: it needs S3 (tests/checkpoint_store runs it against moto's server)."""
+        return dataclasses.replace(target, shared_root=str(self.shared), checkpoint_root=str(self.checkpoint_root),
+                                   checkpoint_sync=target.checkpoint_sync if checkpoint_store else None)
 
     def env(self, unset: tuple[str, ...] = (), **overrides: str) -> dict[str, str]:
         """A two-node allocation of job 42, first run, checkpointing to `checkpoints`; `overrides` add or
@@ -162,3 +175,47 @@ def exported(script: str) -> dict[str, str]:
     """The variables a script exports, as written after `export NAME=`."""
     lines = [line[len("export "):] for line in script.splitlines() if line.startswith("export ")]
     return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def run_script(
+    sandbox: JobSandbox, script: Path, env: dict[str, str], stop_after_step: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the job script; with `stop_after_step`, touch its stop file (what its USR2 trap does) once a
+    worker logs that step."""
+    proc = subprocess.Popen(["bash", str(script)], cwd=sandbox.root, env=sandbox.env(**env, MASTER_PORT=free_port()),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.extend(proc.stderr))  # type: ignore[arg-type]
+    reader.start()
+    out = []
+    timer = threading.Timer(300, proc.kill)
+    timer.start()
+    try:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            out.append(line)
+            event = parse_event(line)
+            if stop_after_step is not None and event and "loss" in event and event["step"] >= stop_after_step:
+                (sandbox.checkpoints / "STOP").touch()
+                stop_after_step = None
+        proc.wait()
+    finally:
+        timer.cancel()
+        reader.join()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, "".join(out), "".join(stderr))
+
+
+def parse_event(line: str) -> dict | None:
+    text = RANK_PREFIX.sub("", line.strip(), count=1)
+    return json.loads(text) if text.startswith("{") else None
+
+
+def last_event(stdout: str, name: str) -> dict:
+    events = [e for e in map(parse_event, stdout.splitlines()) if e and e.get("event") == name]
+    assert events, f"no {name!r} event in:\n{stdout[-3000:]}"
+    return events[-1]
+
+
+def free_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])

@@ -12,6 +12,7 @@ from components.config.rules import (  # noqa: F401  (each import registers its 
     cluster,
     health,
     login,
+    mlflow,
     network,
     partitions,
     pools,

@@ -42,7 +42,8 @@ def rule(name: str, severity: Severity = "error") -> Callable[[Validator], Valid
 
 # The order problems are reported in: the config file's own order, roughly (a rule's place within its domain is
 # its place in the module).
-DOMAINS = ("cluster", "network", "storage", "login", "slurm", "partitions", "pools", "addons", "health", "teams")
+DOMAINS = ("cluster", "network", "storage", "login", "slurm", "partitions", "pools", "addons", "mlflow", "health",
+           "teams")
 
 
 def _domain(fn: Validator) -> int:

@@ -144,3 +144,28 @@ def efs_gid_range(c: ClusterConfig) -> Iterator[Found]:
         yield Found("storage.efs.basePath", efs.base_path,
                     f"dynamically provisioned directories would land inside the models' directory {MODEL_DIRECTORY}",
                     "set basePath outside /models (default /claims)")
+
+
+@rule("checkpoint-store")
+def checkpoint_store(c: ClusterConfig) -> Iterator[Found]:
+    store = c.storage.checkpoint_store
+    if store is None:
+        return
+    if not S3_URI.match(store.s3):
+        yield Found("storage.checkpointStore.s3", store.s3, "not an S3 URI", "use s3://bucket/prefix")
+        return
+    mine = store.s3.rstrip("/") + "/"
+    for i, repo in enumerate(c.storage.fsx.repositories):
+        theirs = repo.s3.rstrip("/") + "/"
+        if mine.startswith(theirs) or theirs.startswith(mine):
+            # The data repository would import the store's objects into /shared (and a DELETED import or export
+            # would delete copies the store counts on), or export /shared's files among the store's.
+            yield Found("storage.checkpointStore.s3", store.s3,
+                        f"overlaps storage.fsx.repositories[{i}] ({repo.s3}), which FSx syncs with /shared",
+                        f"use a prefix of its own, such as {theirs.rstrip('/')}-store or another bucket")
+    mlflow = c.addons.mlflow
+    if mlflow is not None:
+        theirs = mlflow.artifacts.rstrip("/") + "/"
+        if mine.startswith(theirs) or theirs.startswith(mine):  # the store's prune would delete MLflow's artifacts
+            yield Found("storage.checkpointStore.s3", store.s3,
+                        f"overlaps addons.mlflow.artifacts ({mlflow.artifacts})", "give each its own prefix")
