@@ -210,6 +210,17 @@ def test_a_third_party_import_reached_from_the_entry_point_is_broken(tmp_path: P
     assert "reaches torch" not in report
 
 
+def test_torch_reached_from_the_checkpoint_store_is_broken(tmp_path: Path) -> None:
+    report = broken(tmp_path, "checkpoint-store", {
+        "jobs/checkpoint_store/__init__.py": "", "jobs/checkpoint_layout.py": "import re\n",
+        "jobs/checkpoint_store/store.py": "import boto3\nimport zstandard\nfrom jobs import checkpoint_layout\n"
+                                          "from jobs.training import checkpoint\n",
+        "jobs/training/checkpoint.py": "import torch\n",
+    })
+    assert "jobs.checkpoint_store reaches jobs.training.checkpoint" in report
+    assert "reaches boto3" not in report and "reaches zstandard" not in report
+
+
 def test_torch_xla_imported_outside_the_xla_module_is_broken(tmp_path: Path) -> None:
     report = broken(tmp_path, "torch-xla", {
         "jobs/training/xla.py": "import torch_xla\n", "jobs/training/data.py": "import torch_xla\n",

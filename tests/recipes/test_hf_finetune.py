@@ -137,6 +137,42 @@ def test_stop_file_preempts_and_the_resumed_run_matches(
         assert torch.equal(tensor, uninterrupted[name]), name
 
 
+def test_a_preempted_fine_tune_restored_from_s3_resumes_to_the_same_weights(
+    tiny_llama: Path, tmp_path: Path, reference: tuple[Run, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkpoint manager with the Trainer's checkpoints: the preempted run's checkpoint-<n> goes to S3 (moto),
+    the output directory is lost, the restored checkpoint resumes to the uninterrupted run's weights."""
+    from moto import mock_aws
+
+    from jobs.checkpoint_store.location import JobKey, S3Location
+    from jobs.checkpoint_store.store import CheckpointStore
+    from jobs.checkpoint_store.sync import restore_if_missing, sync_newest
+
+    out = tmp_path / "ft-7"
+    first = recipe(tiny_llama, out, on_event=once_at_step(3, lambda _: runs.stop_file(out).touch()))
+    step = int(first.last("preempted")["step"])  # type: ignore[call-overload]
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    with mock_aws():
+        import boto3
+
+        s3 = boto3.client("s3", region_name="us-west-2")
+        s3.create_bucket(Bucket="ml-store", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+        store, job = CheckpointStore(s3, S3Location.parse("s3://ml-store/jobs")), JobKey("alice", out.name)
+        copied = sync_newest(store, job, out, keep=2, log=lambda _: None)
+        assert copied is not None and copied.checkpoint == f"checkpoint-{step}"
+        lost = tmp_path / "lost"
+        out.rename(lost)  # /shared lost the job's directory
+        restored = restore_if_missing(store, job, out, lambda _: None)
+    assert restored is not None and (out / f"checkpoint-{step}" / ".complete").is_file()
+    second = recipe(tiny_llama, out)
+    assert second.last("start")["resume_from"] == str(out / f"checkpoint-{step}")
+    resumed, uninterrupted = weights(out), weights(reference[1])
+    for name, tensor in resumed.items():
+        assert torch.equal(tensor, uninterrupted[name]), name
+
+
 @pytest.mark.timeout(OPS_BUILD_TIMEOUT_S + 2 * TIMEOUT_S)  # the first session here builds DeepSpeed's op
 def test_deepspeed_zero3_trains_preempts_and_resumes_on_the_cpu(tiny_llama: Path, tmp_path: Path,
                                                                 deepspeed_ops: Path) -> None:
