@@ -166,8 +166,10 @@ def test_a_preempted_fine_tune_restored_from_s3_resumes_to_the_same_weights(
         out.rename(lost)  # /shared lost the job's directory
         restored = restore_if_missing(store, job, out, lambda _: None)
     assert restored is not None and (out / f"checkpoint-{step}" / ".complete").is_file()
+    runs.stop_file(out).unlink()  # as the job script does before each launch (jobs/templates/base.sbatch.j2)
     second = recipe(tiny_llama, out)
-    assert second.last("start")["resume_from"] == str(out / f"checkpoint-{step}")
+    assert second.last("start")["resume_from"] == str(out / f"checkpoint-{step}"), second.events
+    assert second.last("done")["step"] == STEPS, second.events[-3:]
     resumed, uninterrupted = weights(out), weights(reference[1])
     for name, tensor in resumed.items():
         assert torch.equal(tensor, uninterrupted[name]), name
