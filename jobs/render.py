@@ -26,6 +26,7 @@ from components.config.cluster import ClusterConfig, Fsx
 from components.names import MLFLOW_TRACKING_URI
 from components.slinky.images import training_image
 from components.slinky.sizing import slurm_cpus
+from jobs.checkpoint_store.location import LocationError, S3Location
 from jobs.neuron_runtime import WHAT, NeuronRuntime, NeuronRuntimeError, check_runtime, default_runtime
 from jobs.training.cadence import RECIPE_STOP_CHECK_EVERY, RECIPES, STOP_CHECK_SECONDS, stop_wait_seconds
 
@@ -119,17 +120,17 @@ def checkpoint_sync_for(config: ClusterConfig, partition: str) -> CheckpointSync
     )
 
 
-_S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
-
-
 def with_checkpoint_sync(target: JobTarget, s3: str | None = None, interval_seconds: int | None = None,
                          keep: int | None = None, off: bool = False) -> JobTarget:  # fmt: skip
     """The target with one job's changes to its checkpoint manager (`job render --checkpoint-*`)."""
     if off:
         return dataclasses.replace(target, checkpoint_sync=None)
     sync = target.checkpoint_sync
-    if s3 is not None and not _S3_URI.match(s3):
-        raise RenderError(f"--checkpoint-s3 {s3}: not an S3 location; use s3://bucket/prefix")
+    if s3 is not None:
+        try:
+            S3Location.parse(s3)  # the checkpoint manager's own reading of it
+        except LocationError:
+            raise RenderError(f"--checkpoint-s3 {s3}: not an S3 location; use s3://bucket/prefix") from None
     if sync is None and s3 is None:
         if interval_seconds is not None or keep is not None:
             raise RenderError("--checkpoint-sync-interval and --checkpoint-keep need a checkpoint store: set "

@@ -20,6 +20,18 @@ TOKEN_DIR = "/var/run/secrets/slurm-eks/aws"
 TOKEN_FILE = f"{TOKEN_DIR}/token"
 
 
+STORE_KEY = "SLURM_EKS_CHECKPOINT_STORE"  # job.env's line naming the store
+
+
+def job_env_value(job_env: str, key: str) -> str | None:
+    """One variable of a job.env (NAME=value lines), None when absent or empty."""
+    for line in job_env.splitlines():
+        name, _, value = line.partition("=")
+        if name == key and value:
+            return value
+    return None
+
+
 class CheckpointStore(Model):
     """Where and how often: `s3` is `s3://bucket/prefix` (each user's jobs under `<prefix>/<user>/<job>/`)."""
 

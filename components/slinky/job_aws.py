@@ -24,6 +24,7 @@ from components.aws.eks import EksCluster
 from components.config.checkpoint_store import (
     JOB_ENV_CONFIG_MAP,
     JOB_ENV_DIR,
+    STORE_KEY,
     TOKEN_DIR,
     TOKEN_FILE,
     CheckpointStore,
@@ -60,7 +61,7 @@ def store_policy(partition: str, store: CheckpointStore) -> dict[str, Any]:
 def job_env(role_arn: str, region: str, store: CheckpointStore) -> str:
     """boto3's web-identity variables, and where the store is (for tools in jobs, and the twin's AWS)."""
     return (f"AWS_ROLE_ARN={role_arn}\nAWS_WEB_IDENTITY_TOKEN_FILE={TOKEN_FILE}\nAWS_REGION={region}\n"
-            f"AWS_STS_REGIONAL_ENDPOINTS=regional\nSLURM_EKS_CHECKPOINT_STORE={store.s3}\n")
+            f"AWS_STS_REGIONAL_ENDPOINTS=regional\n{STORE_KEY}={store.s3}\n")
 
 
 def nodeset_additions(store: CheckpointStore | None) -> tuple[dict[str, Any], list[dict[str, Any]],

@@ -70,9 +70,8 @@ class Manifest:
             raise StoreError(f"{where}: not a checkpoint manifest ({exc})") from None
 
 
-def _object_key(location: S3Location, job: JobKey, checkpoint: str, stored: StoredFile) -> str:
-    suffix = ".zst" if stored.encoding == ZSTD else ""
-    return job.checkpoint_prefix(location, checkpoint) + stored.path + suffix
+def _object_key(location: S3Location, job: JobKey, checkpoint: str, path: str, encoding: str) -> str:
+    return job.checkpoint_prefix(location, checkpoint) + path + (".zst" if encoding == ZSTD else "")
 
 
 def _checkpoint_of(relative_key: str) -> str | None:
@@ -144,8 +143,7 @@ class CheckpointStore:
             try:
                 before = path.stat().st_size
                 encoding = self.compression.encoding_for(str(path))
-                key = _object_key(self.location, job, checkpoint.relative,
-                                  StoredFile(relative, 0, "", encoding, 0))  # fmt: skip
+                key = _object_key(self.location, job, checkpoint.relative, relative, encoding)
                 with path.open("rb") as source:
                     hashing, body = encoded_reader(source, encoding, self.compression.level)
                     self.s3.upload_fileobj(body, self.location.bucket, key)
@@ -183,7 +181,7 @@ class CheckpointStore:
                     raise StoreError(f"manifest of {manifest.checkpoint} names {stored.path!r}, outside the checkpoint")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 part = target.with_name(target.name + ".part")
-                key = _object_key(self.location, job, manifest.checkpoint, stored)
+                key = _object_key(self.location, job, manifest.checkpoint, stored.path, stored.encoding)
                 self.s3.download_file(self.location.bucket, key, str(part))
                 sha256, size = decode_file(str(part), str(target), stored.encoding)
                 part.unlink()

@@ -15,7 +15,7 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 
-from jobs.checkpoint_layout import DCP_COMMIT_MARKER, step_of
+from jobs.checkpoint_layout import DCP_COMMIT_MARKER
 from jobs.training.config import ModelConfig
 from jobs.training.data import SyntheticTokens, TokenFile, TokenSource
 from jobs.training.model import Transformer
@@ -80,7 +80,3 @@ def perplexity(model: Transformer, source: TokenSource, windows: int, batch_size
         count += n
     mean = total / count
     return Perplexity(mean, math.exp(mean), count, windows)
-
-
-def checkpoint_step(checkpoint: Path) -> int | None:
-    return step_of(checkpoint.name)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.config.checkpoint_store import JOB_ENV_CONFIG_MAP
+from components.config.checkpoint_store import JOB_ENV_CONFIG_MAP, STORE_KEY, job_env_value
 from components.findings import Finding, resource_label
 from components.lifecycle.node_repair import SETTINGS_CONFIG_MAP as LIFECYCLE_SETTINGS
 from scripts.checks.iam_policy import Request, UnsupportedPolicy, evaluate
@@ -146,10 +146,7 @@ def _checkpoint_store(plan: Plan) -> str | None:
     """The store the jobs' job.env names (components/slinky/job_aws.py), if the plan gives jobs one."""
     for config_map in _manifests(plan, "ConfigMap"):
         if config_map.get("metadata", {}).get("name") == JOB_ENV_CONFIG_MAP:
-            for line in str((config_map.get("data") or {}).get("job.env", "")).splitlines():
-                key, _, value = line.partition("=")
-                if key == "SLURM_EKS_CHECKPOINT_STORE":
-                    return value
+            return job_env_value(str((config_map.get("data") or {}).get("job.env", "")), STORE_KEY)
     return None
 
 

@@ -20,15 +20,6 @@ JOB_ENV_KEY = Path(JOB_ENV_FILE).name
 VENV_BIN = Path(sys.executable).parent
 
 
-def store_location(job_env: str) -> str | None:
-    """The checkpoint store a plan's job.env names (SLURM_EKS_CHECKPOINT_STORE), if any."""
-    for line in job_env.splitlines():
-        key, _, value = line.partition("=")
-        if key == "SLURM_EKS_CHECKPOINT_STORE" and value:
-            return value
-    return None
-
-
 def with_endpoint(job_env: str, address: str) -> str:
     """job.env with the twin's AWS as every service's endpoint."""
     return job_env.rstrip("\n") + f"\nAWS_ENDPOINT_URL=http://{address}:{AWS_PORT}\n"

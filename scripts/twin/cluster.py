@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from components import catalog
-from components.config.checkpoint_store import JOB_ENV_CONFIG_MAP
+from components.config.checkpoint_store import JOB_ENV_CONFIG_MAP, STORE_KEY, job_env_value
 from components.kubernetes.label_selectors import selects
 from scripts.checks import pod_flows
 from scripts.offline.plan_model import Plan
@@ -476,7 +476,7 @@ class Twin:
 
     def _start_aws(self, job_env: str) -> None:
         self.aws = self.start_outside("aws", aws.AWS_INDEX, aws.aws_container())
-        store = aws.store_location(job_env)
+        store = job_env_value(job_env, STORE_KEY)
         if store:
             bucket = store.removeprefix("s3://").split("/")[0]
             region = str(self.plan.outputs.get("region", "")) or "us-east-1"

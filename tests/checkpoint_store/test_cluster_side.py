@@ -83,3 +83,31 @@ def test_without_a_store_jobs_have_no_aws_identity() -> None:
     assert JOB_SERVICE_ACCOUNT not in {a["metadata"]["name"] for a in objects(plan, "ServiceAccount").values()}
     for nodeset in objects(plan, "NodeSet").values():
         assert "serviceAccountName" not in nodeset["spec"]["template"]["spec"]
+
+
+def test_every_call_the_store_makes_is_allowed_and_the_check_fires_without_delete() -> None:
+    import copy
+
+    from components.config.checkpoint_store import CheckpointStore
+    from components.slinky.job_aws import store_policy
+    from scripts.checks.iam import check
+    from scripts.checks.iam_policy import evaluate
+    from scripts.checks.iam_requests import Facts, checkpoint_store_calls
+    from tests.plan.fixtures import one, shipped_plan
+
+    policy = store_policy("aws", CheckpointStore(s3="s3://ml-data/checkpoint-store"))
+    facts = Facts(partition="aws", region="us-west-2", account="123456789012", cluster="ml-training-prod",
+                  kubernetes_version="1.33", checkpoint_store="s3://ml-data/checkpoint-store")
+    calls = checkpoint_store_calls(facts)
+    assert {c.request.action for c in calls} == {"s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject",
+                                                 "s3:DeleteObject", "s3:ListBucket"}
+    for call in calls:
+        assert evaluate([("store", policy)], call.request).allowed, (call.request, call.source)
+
+    plan = copy.deepcopy(shipped_plan("prod"))
+    weakened = copy.deepcopy(policy)
+    weakened["Statement"][1]["Action"] = [a for a in weakened["Statement"][1]["Action"] if a != "s3:DeleteObject"]
+    one(plan, "aws:iam/rolePolicy:RolePolicy", "slurm-jobs-checkpoint-store").inputs["policy"] = json.dumps(weakened)
+    findings = check(plan)
+    assert findings and {f.message.split(" is denied ")[1].split(" on ")[0] for f in findings} == {"s3:DeleteObject"}
+    assert all("the jobs' checkpoint store" in f.message for f in findings)
