@@ -91,7 +91,8 @@ GRES_CONF = "AutoDetect=nvidia\n"
 # one of Dirs; AutoBasePath creates it (0755) at slurmd start. /dev/shm becomes a fresh tmpfs per job
 # (src/plugins/namespace/tmpfs/namespace_tmpfs.c), so NCCL's shared memory is the job's own too.
 NAMESPACE_BASE = "/var/spool/slurmd/namespace/%n"
-JOB_CONTAINER_CONF = f"AutoBasePath=true\nBasePath={NAMESPACE_BASE}\nDirs=/tmp,/dev/shm\n"
+JOB_PRIVATE_DIRS = ("/tmp", "/dev/shm")  # what each job sees empty and its own
+JOB_CONTAINER_CONF = f"AutoBasePath=true\nBasePath={NAMESPACE_BASE}\nDirs={','.join(JOB_PRIVATE_DIRS)}\n"
 # A glob, so slurmctld (which has no pyxis) does not fail on the include; slurmd and login have pyxis.
 PLUGSTACK_CONF = "include /usr/share/pyxis/*\n"
 

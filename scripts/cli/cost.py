@@ -6,6 +6,7 @@ Exit status: 0 printed, 2 the stack or the plan could not be read, or `--refresh
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -23,7 +24,7 @@ from components.config.stackfile import STACKS_DIR
 from components.findings_render import render_json
 from scripts.cli.bars import bar
 from scripts.cli.problems import CONFIG_ERROR_EXIT, Format, fail_config, load_plan_of, print_findings
-from scripts.cost.estimate import Estimate, estimate
+from scripts.cost.estimate import Estimate, estimate, item_keys
 from scripts.cost.price_table import TABLE_PATH, PriceTable
 from scripts.cost.render import as_json, dollars, footnotes, gaps
 from scripts.offline.plan_model import Plan
@@ -80,18 +81,29 @@ def _plan(stack: str, stacks_dir: Path, plan_dir: Path | None) -> Plan:
     return run_plan(stack, stacks_dir)[0]
 
 
-def refresh(prices: PriceTable, plan: Plan) -> list[str]:
-    """Replace the plan region's instance prices with the Price List API's: every catalog type and every type the
-    plan's node groups use. Returns the types EC2 has no on-demand price for."""
-    from scripts.cost import price_list  # boto3: a fifth of a second, for --refresh only
+@dataclass(frozen=True)
+class Refreshed:
+    instances_unpriced: list[str]  # types EC2 has no on-demand price for
+    items: int  # fixed items priced
+    items_unpriced: dict[str, str]  # item key -> why the Price List gave none
+
+
+def refresh(prices: PriceTable, plan: Plan) -> Refreshed:
+    """Fetch the plan region's prices from the Price List API into the table: the instance prices of every catalog
+    type and every type the plan's node groups use (they replace the region's), then each fixed item the plan is
+    priced with (an item the API cannot price keeps the table's sourced entry)."""
+    from scripts.cost import item_prices, price_list  # boto3: a fifth of a second, for --refresh only
 
     region = plan.outputs["region"]
     wanted = set(CATALOG) | {t for r in plan.of_type("eks:index:ManagedNodeGroup") for t in r.inputs["instanceTypes"]}
     found = price_list.fetch_instance_prices(region, wanted)
+    items = item_prices.fetch_item_prices(region, item_keys(plan) - set(prices.data["global"]))
     today = datetime.now(UTC).date().isoformat()
     prices.set_instances(region, found, price_list.SOURCE, price_list.WHERE, today)
+    if items.prices:
+        prices.set_items(region, items.prices, item_prices.SOURCE, item_prices.WHERE, today)
     prices.save()
-    return sorted(wanted - found.keys())
+    return Refreshed(sorted(wanted - found.keys()), len(items.prices), items.unpriced)
 
 
 def cost(
@@ -101,8 +113,9 @@ def cost(
                                                   help="price this plan (from `slurm-eks plan --out`) instead of "
                                                        "planning the stack")] = None,
     prices_file: Annotated[Path, typer.Option("--prices", help="the price table")] = TABLE_PATH,
-    refresh_prices: Annotated[bool, typer.Option("--refresh", help="first fetch the region's instance prices from "
-                                                                   "the AWS Price List API into the table")] = False,
+    refresh_prices: Annotated[bool, typer.Option(
+        "--refresh", help="first fetch the region's instance and fixed-item prices from the AWS Price List API into "
+                          "the table")] = False,
     format: Annotated[CostFormat, typer.Option(help="table for people, json for tools")] = CostFormat.table,
 ) -> None:
     """Dollars per hour per partition and pool at maxNodes and at minNodes, plus the fixed part (EKS, NAT gateways,
@@ -119,13 +132,21 @@ def cost(
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            unpriced = refresh(prices, plan)
+            refreshed = refresh(prices, plan)
         except (BotoCoreError, ClientError) as exc:
             err.print(f"[red]error:[/] the Price List API did not answer: {escape(str(exc))}", highlight=False)
             err.print("set AWS credentials (pricing:GetProducts) and check the network", highlight=False)
             raise typer.Exit(CONFIG_ERROR_EXIT) from None
-        err.print(f"refreshed {plan.outputs['region']} instance prices in {prices.path}"
-                  + (f"; EC2 has no on-demand price for {', '.join(unpriced)}" if unpriced else ""), highlight=False)
+        except OSError as exc:
+            err.print(f"[red]error:[/] cannot write the price table: {escape(str(exc))}", highlight=False)
+            raise typer.Exit(CONFIG_ERROR_EXIT) from None
+        err.print(f"refreshed {plan.outputs['region']} instance prices and {refreshed.items} fixed items in "
+                  f"{prices.path}", highlight=False, markup=False)
+        if refreshed.instances_unpriced:
+            err.print(f"EC2 has no on-demand price for {', '.join(refreshed.instances_unpriced)}", highlight=False,
+                      markup=False)
+        for key, why in sorted(refreshed.items_unpriced.items()):
+            err.print(f"not refreshed: {key}: {why}", highlight=False, markup=False)
     result: Estimate = estimate(plan, prices)
     if format is CostFormat.json:
         typer.echo(render_json(gaps(result, prices), **as_json(result)), nl=False)

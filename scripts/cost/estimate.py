@@ -135,7 +135,7 @@ def _resource_lines(r: PlannedResource, table: PriceTable, region: str) -> Itera
         yield _line("fixed", f"RDS {r.name}", f"{i['engine']} {i['instanceClass']} {az}", 1, 1,
                     [_item(table, region, f"rdsHour:{i['engine']}:{i['instanceClass']}:{az}")])
         yield _line("fixed", f"RDS {r.name} storage", f"{i['allocatedStorage']} GiB {i['storageType']}",
-                    storage, storage, [_item(table, region, f"rdsStorageGbMonth:{i['storageType']}")])
+                    storage, storage, [_item(table, region, f"rdsStorageGbMonth:{i['storageType']}:{az}")])
 
 
 SIZED = ("eks:index:ManagedNodeGroup", "aws:fsx/lustreFileSystem:LustreFileSystem", "aws:rds/instance:Instance")
@@ -156,6 +156,26 @@ def fixed_lines(plan: Plan, table: PriceTable, region: str) -> Iterator[Line]:
     if nlbs := sum(_load_balancers(r.inputs) for r in plan.resources):
         yield _line("fixed", "Network Load Balancers", f"{nlbs} x NLB", nlbs, nlbs, [_item(table, region, "nlbHour")],
                     "capacity units (LCU) not counted")
+
+
+class _KeyRecorder(PriceTable):
+    """A price table that knows no price and remembers every item key it was asked for."""
+
+    def __init__(self) -> None:
+        super().__init__({"sources": {}, "global": {}, "regions": {}})
+        self.keys: set[str] = set()
+
+    def item(self, region: str, key: str) -> Price | None:
+        self.keys.add(key)
+        return None
+
+
+def item_keys(plan: Plan) -> set[str]:
+    """The table keys the fixed part of `plan` is priced with: what `cost --refresh` asks the Price List for."""
+    recorder = _KeyRecorder()
+    for _ in fixed_lines(plan, recorder, plan.outputs["region"]):
+        pass
+    return recorder.keys
 
 
 def not_counted(plan: Plan) -> list[str]:

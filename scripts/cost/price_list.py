@@ -2,14 +2,15 @@
 (aws/karpenter-provider-aws v1.14.1 pkg/providers/pricing/pricing.go: NewAPI's endpoint choice,
 fetchOnDemandPricing's filters, onDemandPage's reading of each PriceList document).
 
-Only instance prices are refreshed: they are most of a training cluster's bill, and their filters are the ones
-Karpenter relies on. The fixed items keep the table's sourced values.
+The fixed items (NAT, NLB, RDS, FSx) have their own queries in scripts/cost/item_prices.py; both read the
+documents with the same reader.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import boto3
 from botocore.client import BaseClient
@@ -34,16 +35,31 @@ def _filters(region: str, instance_type: str) -> list[dict[str, str]]:
     return [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in terms.items()]
 
 
+def _dimensions(item: dict[str, Any], currency: str = "USD") -> Iterator[tuple[str, float]]:
+    """(unit, price) of each non-zero on-demand price dimension of one PriceList document."""
+    for term in item.get("terms", {}).get("OnDemand", {}).values():
+        for dimension in term.get("priceDimensions", {}).values():
+            if price := float(dimension.get("pricePerUnit", {}).get(currency, "0") or 0):
+                yield dimension.get("unit", ""), price
+
+
 def on_demand_price(document: str, currency: str = "USD") -> tuple[str, float] | None:
     """(instance type, $/hour) of one PriceList document; None when it has no non-zero on-demand price."""
     item = json.loads(document)
     instance_type = item.get("product", {}).get("attributes", {}).get("instanceType", "")
-    for term in item.get("terms", {}).get("OnDemand", {}).values():
-        for dimension in term.get("priceDimensions", {}).values():
-            price = float(dimension.get("pricePerUnit", {}).get(currency, "0") or 0)
-            if instance_type and price:
-                return instance_type, price
+    for _, price in _dimensions(item, currency):
+        if instance_type:
+            return instance_type, price
     return None
+
+
+def on_demand_prices(documents: Iterable[str]) -> Iterator[tuple[str, str, float]]:
+    """(usage type, unit, USD) of every non-zero on-demand price dimension of the documents."""
+    for document in documents:
+        item = json.loads(document)
+        usagetype = item.get("product", {}).get("attributes", {}).get("usagetype", "")
+        for unit, price in _dimensions(item):
+            yield usagetype, unit, price
 
 
 def fetch_instance_prices(region: str, instance_types: Iterable[str], client: BaseClient | None = None

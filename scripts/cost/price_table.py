@@ -7,6 +7,8 @@ how to get it (`slurm-eks cost --refresh`), so an unpriced item is never silentl
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,15 @@ class PriceTable:
         return cls(json.loads(path.read_text()), path)
 
     def save(self) -> None:
-        self.path.write_text(json.dumps(self.data, indent=2) + "\n")
+        """Whole or not at all: a refresh interrupted mid-write leaves the previous table."""
+        handle, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        try:
+            with os.fdopen(handle, "w") as stream:
+                stream.write(json.dumps(self.data, indent=2) + "\n")
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
 
     def _region(self, region: str) -> dict[str, Any]:
         return self.data["regions"].get(region, {})
@@ -59,3 +69,9 @@ class PriceTable:
         regions = self.data["regions"]
         regions.setdefault(region, {})["instances"] = {
             t: {"usd": p, "source": source} for t, p in sorted(prices.items())}
+
+    def set_items(self, region: str, prices: dict[str, float], source: str, where: str, date: str) -> None:
+        """Set `region`'s fixed items in `prices` (a refresh); items the refresh did not price keep their entry."""
+        self.data["sources"][source] = {"where": where, "date": date}
+        items = self.data["regions"].setdefault(region, {})
+        items.update({key: {"usd": usd, "source": source} for key, usd in sorted(prices.items())})

@@ -9,6 +9,7 @@ from typing import Any
 
 from components.findings import Finding
 from scripts.cost.estimate import Estimate, Line, estimate
+from scripts.cost.item_queries import refreshable
 from scripts.cost.price_table import REFRESH_HINT, PriceTable
 from scripts.offline.plan_model import Plan
 
@@ -26,6 +27,12 @@ def total(e: Estimate, attr: str) -> str:
     return ("at least " if e.missing else "") + dollars(e.total(attr))
 
 
+def _fix(missing: str, prices: PriceTable) -> str:
+    if refreshable(missing):
+        return f"{REFRESH_HINT}, or add a sourced price to {prices.path.name}"
+    return f"add a sourced price to {prices.path.name} (`slurm-eks cost --refresh` does not fetch this item)"
+
+
 def gaps(e: Estimate, prices: PriceTable) -> list[Finding]:
     """What the totals leave out: a plan that predates the node groups' output, and one warning per line and
     missing price (the totals are then lower bounds), sorted by what has no price."""
@@ -36,7 +43,7 @@ def gaps(e: Estimate, prices: PriceTable) -> list[Finding]:
                                      "partitions and pools not priced",
                              fix="plan it again with this revision (`slurm-eks plan`)"))
     unpriced = [Finding(rule="no-price", severity="warning", resource=f"{line.group} {line.name}",
-                        message=f"no price: {m}", fix=f"{REFRESH_HINT}, or add a sourced price to {prices.path.name}")
+                        message=f"no price: {m}", fix=_fix(m, prices))
                 for line in e.lines for m in line.missing]
     return found + sorted(unpriced, key=lambda f: (f.message, f.resource))  # by what has no price
 

@@ -28,6 +28,7 @@ from typing import Any
 from components import catalog
 from components.config.checkpoint_store import JOB_ENV_CONFIG_MAP, STORE_KEY, job_env_value
 from components.kubernetes.label_selectors import selects
+from components.slinky.slurm_conf import JOB_PRIVATE_DIRS
 from scripts.checks import pod_flows
 from scripts.offline.plan_model import Plan
 from scripts.twin import autoscaling, aws, database, hardware, images, network, policy
@@ -74,6 +75,16 @@ def training_torchrun() -> Path:
     this repository's own venv (another torch) only where that venv was not built."""
     image = REPO / ".venv-xla" / "bin" / "torchrun"
     return image if image.exists() else REPO / ".venv" / "bin" / "torchrun"
+
+
+def check_repository_location(repo: Path) -> None:
+    """The twin's jobs run this checkout's venvs (training_torchrun), but a job sees a /tmp and /dev/shm of its
+    own (namespace/tmpfs, as on the cluster), so a checkout under one of them is invisible to every job."""
+    for private in JOB_PRIVATE_DIRS:
+        if repo.is_relative_to(private):
+            raise TwinError(f"the repository is at {repo}, under {private}, which every Slurm job sees as its own "
+                            f"empty directory (job_container.conf Dirs): its jobs could not run this checkout's "
+                            f"torchrun. Clone it outside {', '.join(JOB_PRIVATE_DIRS)}")
 
 
 # torch_neuronx's CPU stand-in (tests/standins/torch_neuronx): the `neuron` process-group and compile backends.
@@ -154,6 +165,7 @@ class Twin:
         self.prefix = (slurm_prefix or REPO / "build" / "slurm").resolve()
         if not (self.prefix / "sbin" / "slurmctld").exists():
             raise TwinError(f"no Slurm build in {self.prefix}: `make slurm` builds Slurm 25.11 there")
+        check_repository_location(REPO.resolve())
         (self.controller,) = self.objects["Controller"].values()
         self.accounting = slurmconf.accounting_for_controller(self.controller,
                                                              list(self.objects.get("Accounting", {}).values()))

@@ -58,7 +58,7 @@ def test_fixed_part_from_the_plan_resources() -> None:
     ]
     prices = table(natGatewayHour=0.045, nlbHour=0.0225, **{"fsxGbMonth__PERSISTENT_2__250": 0.21,
                                                            "rdsHour__mariadb__db.t4g.medium__single-az": 0.07,
-                                                           "rdsStorageGbMonth__gp3": 0.115})
+                                                           "rdsStorageGbMonth__gp3__single-az": 0.115})
     lines = {line.name: line for line in estimate(plan(resources=resources), prices).lines}
     assert lines["EKS control plane"].max == pytest.approx(0.10)
     assert lines["NAT gateways"].max == pytest.approx(3 * 0.045)

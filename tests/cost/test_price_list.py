@@ -77,5 +77,5 @@ def test_refresh_writes_the_region_with_its_source_and_date(tmp_path: Path,
     saved = PriceTable.load(path)
     assert saved.instance_hour("us-west-2", "m7i.2xlarge").source == price_list.SOURCE
     assert saved.data["sources"][price_list.SOURCE]["where"] == price_list.WHERE
-    assert "p5.48xlarge" in unpriced  # the answer had none: reported, and the old price replaced
+    assert "p5.48xlarge" in unpriced.instances_unpriced  # the answer had none: reported, and the old price replaced
     assert saved.instance_hour("us-west-2", "p5.48xlarge") is None
