@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from botocore.stub import Stubber
 
 from scripts.cost import item_prices, price_list
 from scripts.cost.estimate import estimate, item_keys
-from scripts.cost.price_table import TABLE_PATH, PriceTable
+from scripts.cost.price_table import PriceTable
 from tests.cost.plans import plan, resource
 
 REGION = "us-west-2"
@@ -159,9 +158,13 @@ def test_refresh_leaves_the_prod_estimate_without_a_no_price_line(tmp_path: Path
                         lambda region, types: {t: p.usd for t in types
                                                if (p := PriceTable.load().instance_hour(region, t))})
     path = tmp_path / "prices.json"
-    shutil.copy(TABLE_PATH, path)
+    table = PriceTable.load()
+    for key in keys - {"natGatewayHour"}:  # a table without those sourced prices
+        del table.data["regions"][REGION][key]
+    table.path = path
+    table.save()
     before = estimate(prod, PriceTable.load(path))
-    assert len(before.missing) == 4  # the four items no citable source prices offline
+    assert len(before.missing) == 4
     with stub:
         refreshed = cost.refresh(PriceTable.load(path), prod)
     assert refreshed.items == 5 and refreshed.items_unpriced == {}
