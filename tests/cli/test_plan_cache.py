@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,9 @@ def test_the_console_script_says_when_it_plans_and_reuses_the_plan_after(tmp_pat
     stacks = tmp_path / "stacks"
     shutil.copytree(STACKS_DIR, stacks)
     with stack_file("dev", stacks).open("a") as stream:
-        stream.write(f"# {tmp_path.name}: a file no other test plans, so its first plan is made here\n")
+        # a file no other run plans (tmp_path's name repeats from one session to the next), so its first plan is
+        # made here even in a checkout whose plan cache already holds this test's earlier runs
+        stream.write(f"# {uuid.uuid4()}: planned first here\n")
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop(plan_cache.ENV, None)
     runs = [subprocess.run([str(CLI), "check", "--stack", "dev", "--stacks-dir", str(stacks)], cwd=REPO,
