@@ -18,11 +18,9 @@ from components.config.efs import Efs
 from components.config.gitops import GitOps
 from components.config.health import Health
 from components.config.k8s_pools import KubernetesPool, NodeGroup
+from components.config.keys import CONFIG_KEY, CONFIG_NAMESPACE, FULL_KEY  # noqa: F401 (re-exported)
 from components.config.teams import Account, Identity, Priority, Qos, SlurmName
 
-CONFIG_NAMESPACE = "slurm-eks"
-CONFIG_KEY = "cluster"
-FULL_KEY = f"{CONFIG_NAMESPACE}:{CONFIG_KEY}"
 
 class Deployer(Model):
     """Where `pulumi up` runs (laptop, CI runner): it creates Helm releases and Kubernetes objects through

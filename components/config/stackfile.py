@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from components.config.cluster import FULL_KEY, ClusterConfig
+from components.config.keys import FULL_KEY
 from components.config.problems import ConfigError
-from components.config.validation import parse_cluster_config
 from components.findings import Finding
+
+if TYPE_CHECKING:
+    from components.config.cluster import ClusterConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STACKS_DIR = PROJECT_ROOT / "stacks"
@@ -72,4 +74,6 @@ def cluster_value(config: dict[str, Any], source: str) -> Any:
 
 def load_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[ClusterConfig, list[Finding]]:
     path = stack_file(stack, stacks_dir)
+    from components.config.validation import parse_cluster_config  # the models: not needed to find a stack file
+
     return parse_cluster_config(cluster_value(read_pulumi_config(path), str(path)), str(path))

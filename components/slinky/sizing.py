@@ -14,10 +14,13 @@ calculateCoreSpecCount and calculateMemSpecLimit), and Slurm never gives jobs th
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from components import catalog
 from components.catalog import InstanceType, Resources
-from components.config.cluster import Partition
+
+if TYPE_CHECKING:  # annotations only: the job tooling and `slurm-eks --help` import this without the models
+    from components.config.cluster import Partition
 
 # What the DaemonSets on a partition node request (scheduler room the slurmd pod must leave), per the
 # charts and add-ons this project installs there:

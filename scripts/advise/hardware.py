@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from components import catalog
-from components.config.cluster import ClusterConfig
-from components.config.cluster import Partition as ConfigPartition
 from components.config.problems import did_you_mean
 from components.slinky.sizing import slurmd_resources
 from jobs.neuron_runtime import NeuronRuntime, NeuronRuntimeError, check_runtime, default_runtime
 from jobs.training.peaks import PEAK_BF16_FLOPS
 from scripts.advise.models import AdviseError
+
+if TYPE_CHECKING:  # the models are read, not built, here: `slurm-eks --help` imports this module
+    from components.config.cluster import ClusterConfig
+    from components.config.cluster import Partition as ConfigPartition
 
 # The Trainium2 instance advise names when a trn1 partition (data parallel only) cannot hold a model.
 TRN2_ALTERNATIVE = "trn2.48xlarge"

@@ -16,7 +16,6 @@ from rich.markup import escape
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR, load_stack
 from components.findings import Finding
-from components.slinky.accounts_document import desired_json
 from scripts.cli.problems import err, fail_config, print_findings
 from slurm.agent.accounts.desired import DocumentError
 from slurm.agent.accounts.errors import AccountsError
@@ -55,6 +54,8 @@ def desired(
         config, _ = load_stack(stack, stacks_dir)
     except ConfigError as exc:
         raise fail_config(exc) from None
+    from components.slinky.accounts_document import desired_json  # the config models: only once a stack is read
+
     typer.echo(desired_json(config, config.name_for(stack)), nl=False)
 
 

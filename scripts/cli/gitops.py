@@ -11,7 +11,6 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from components.config.gitops import GitOps
 from components.config.problems import ConfigError, plural
 from components.config.stackfile import STACKS_DIR, load_stack, stack_file
 from scripts.cli.problems import CONFIG_ERROR_EXIT, err, fail_config
@@ -52,6 +51,7 @@ def export(
         help="the Git repository (default: the stack's gitops.repoURL)")] = None,
 ) -> None:
     """Write DIR/root.yaml, DIR/apps/, DIR/manifests/ and DIR/UNRESOLVED.md; exit 1 if a value is unresolved."""
+    from components.config.gitops import GitOps
     from scripts.offline.gitops_export import build_export, write_export
     from scripts.offline.plan import run_plan
 

@@ -30,8 +30,6 @@ from rich.table import Table
 
 from components.config.problems import ConfigError
 from components.config.stackfile import STACKS_DIR, load_stack
-from jobs import render
-from jobs.recipes import deepspeed_config
 from scripts.advise.entry_fit import entry_fit
 from scripts.advise.hardware import partition_hardware
 from slurm import client, local
@@ -87,12 +85,14 @@ def clear_errors() -> Iterator[None]:
 @contextmanager
 def render_errors() -> Iterator[None]:
     """A stack or a request that cannot give a correct script: its message, and exit status 2."""
+    from jobs.render import RenderError  # jinja2 and the config models: imported by the commands that render
+
     try:
         yield
     except ConfigError as exc:
         errors.print(exc.render(), highlight=False, markup=False)
         raise typer.Exit(2) from None
-    except render.RenderError as exc:
+    except RenderError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
 
@@ -441,6 +441,8 @@ def job_render(
                            "does not fit the partition's GPUs or host memory")] = False,
 ) -> None:
     """Write an sbatch script for a partition; the entry point and its arguments go after `--`."""
+    from jobs import render
+
     with render_errors():
         if use_local:
             state = layout.default_state_dir()
@@ -486,6 +488,8 @@ def job_deepspeed_config(
     stacks_dir: Annotated[Path, typer.Option(help="directory of Pulumi.<stack>.yaml")] = STACKS_DIR,
 ) -> None:
     """Write the DeepSpeed ZeRO-3 config for a partition's GPUs (jobs/recipes/hf_finetune.py --deepspeed FILE)."""
+    from jobs.recipes import deepspeed_config  # the config models: imported when the command runs
+
     with render_errors():
         config, _ = load_stack(stack, stacks_dir)
         made = deepspeed_config.for_partition(config, stack, partition, offload)
@@ -527,6 +531,8 @@ def image_pull(
     stacks_dir: Annotated[Path, typer.Option(help="directory of Pulumi.<stack>.yaml")] = STACKS_DIR,
 ) -> None:
     """Import the partition's image into your own squashfs file on /shared now, as your first job would."""
+    from jobs import render
+
     with render_errors():
         config, _ = load_stack(stack, stacks_dir)
         target = render.target_for_partition(config, stack, partition, image)
