@@ -170,3 +170,17 @@ def test_completion_scripts_complete_commands_and_options(shell: str) -> None:
     env.update(COMP_WORDS="slurm-eks validate --st", COMP_CWORD="2")
     answer = subprocess.run([str(CLI)], capture_output=True, text=True, env=env, timeout=60)
     assert set(answer.stdout.split()) == {"--stack", "--stacks-dir"}
+
+
+def test_help_imports_no_config_model_nor_renderer() -> None:
+    """`--help` must start fast (issue 31: under 0.5 s; benchmarks/bench_cli.py times it): the pydantic models,
+    jinja2's renderer and boto3 are imported by the commands that use them, not by the command line itself."""
+    code = ("import sys; sys.argv = ['slurm-eks', '--help']\n"
+            "from scripts.cli.entry import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "heavy = sorted(m for m in ('pydantic', 'jinja2', 'boto3', 'pulumi', 'jobs.render',"
+            " 'components.config.cluster') if m in sys.modules)\n"
+            "print('HEAVY', heavy, file=sys.stderr)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert "Usage: slurm-eks" in result.stdout, result.stderr
+    assert "HEAVY []" in result.stderr, result.stderr
