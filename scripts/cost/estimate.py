@@ -173,8 +173,7 @@ class _KeyRecorder(PriceTable):
 def item_keys(plan: Plan) -> set[str]:
     """The table keys the fixed part of `plan` is priced with: what `cost --refresh` asks the Price List for."""
     recorder = _KeyRecorder()
-    for _ in fixed_lines(plan, recorder, plan.outputs["region"]):
-        pass
+    list(fixed_lines(plan, recorder, plan.outputs["region"]))  # run for the lookups it makes
     return recorder.keys
 
 

@@ -16,7 +16,7 @@ import boto3
 from botocore.client import BaseClient
 
 from scripts.cost.item_queries import ItemQuery, query_for
-from scripts.cost.price_list import on_demand_prices, pricing_endpoint_region
+from scripts.cost.price_list import on_demand_prices, pricing_endpoint_region, products, term_filters
 
 SOURCE = "price-list-api-fixed"
 WHERE = ("AWS Price List API GetProducts (AmazonEC2 NAT Gateway, AWSELB Load Balancer-Network, AmazonRDS, "
@@ -24,8 +24,7 @@ WHERE = ("AWS Price List API GetProducts (AmazonEC2 NAT Gateway, AWSELB Load Bal
 
 
 def _filters(region: str, query: ItemQuery) -> list[dict[str, str]]:
-    terms = {"regionCode": region, **query.terms}
-    return [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in terms.items()]
+    return term_filters(region, query.terms)
 
 
 @dataclass
@@ -58,9 +57,7 @@ def fetch_item_prices(region: str, keys: Iterable[str], client: BaseClient | Non
         if (query := query_for(key)) is None:
             result.unpriced[key] = "not an item the Price List is asked for"
             continue
-        pages = client.get_paginator("get_products").paginate(
-            ServiceCode=query.service, Filters=_filters(region, query), MaxResults=100)
-        usd, why = _answer((d for page in pages for d in page["PriceList"]), query)
+        usd, why = _answer(products(client, query.service, _filters(region, query)), query)
         if usd is None:
             result.unpriced[key] = why
         else:

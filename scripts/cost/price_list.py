@@ -27,12 +27,23 @@ def pricing_endpoint_region(region: str) -> str:
     return "us-east-1"
 
 
+def term_filters(region: str, terms: dict[str, str]) -> list[dict[str, str]]:
+    """GetProducts filters: the region and each term matched exactly."""
+    return [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in {"regionCode": region, **terms}.items()]
+
+
 def _filters(region: str, instance_type: str) -> list[dict[str, str]]:
     # fetchOnDemandPricing's filters plus the standard (not bare metal) family, narrowed to one type.
-    terms = {"regionCode": region, "serviceCode": "AmazonEC2", "preInstalledSw": "NA", "operatingSystem": "Linux",
-             "capacitystatus": "Used", "marketoption": "OnDemand", "tenancy": "Shared",
-             "productFamily": "Compute Instance", "instanceType": instance_type}
-    return [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in terms.items()]
+    return term_filters(region, {"serviceCode": "AmazonEC2", "preInstalledSw": "NA", "operatingSystem": "Linux",
+                                 "capacitystatus": "Used", "marketoption": "OnDemand", "tenancy": "Shared",
+                                 "productFamily": "Compute Instance", "instanceType": instance_type})
+
+
+def products(client: BaseClient, service: str, filters: list[dict[str, str]]) -> Iterator[str]:
+    """Every PriceList document GetProducts answers, page after page."""
+    pages = client.get_paginator("get_products").paginate(ServiceCode=service, Filters=filters, MaxResults=100)
+    for page in pages:
+        yield from page["PriceList"]
 
 
 def _dimensions(item: dict[str, Any], currency: str = "USD") -> Iterator[tuple[str, float]]:
@@ -68,10 +79,7 @@ def fetch_instance_prices(region: str, instance_types: Iterable[str], client: Ba
     client = client or boto3.client("pricing", region_name=pricing_endpoint_region(region))
     prices: dict[str, float] = {}
     for instance_type in sorted(set(instance_types)):
-        pages = client.get_paginator("get_products").paginate(
-            ServiceCode="AmazonEC2", Filters=_filters(region, instance_type), MaxResults=100)
-        for page in pages:
-            for document in page["PriceList"]:
-                if found := on_demand_price(document):
-                    prices[found[0]] = found[1]
+        for document in products(client, "AmazonEC2", _filters(region, instance_type)):
+            if found := on_demand_price(document):
+                prices[found[0]] = found[1]
     return prices
