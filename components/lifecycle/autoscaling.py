@@ -6,10 +6,12 @@ nodes its pending jobs want, counting only jobs that would start if the nodes ex
 (`slurm_eks_partition_nodes_wanted`, slurm/agent/health/demand.py in the lifecycle controller: a held job, one over
 its QoS or association cap, or one waiting on a dependency or a begin time wants none; each of our job
 templates takes whole nodes). While that series is absent (the controller down) the target falls back to
-Slurm's own count: pending jobs, held ones included, plus the extra nodes of the widest. With `AverageValue`
-and a target of 1 per replica, HPA sets replicas to that number, between minNodes and maxNodes. When a
-partition has had neither running nor wanting jobs for `idleTimeout`, KEDA scales it to minNodes; Slinky drains
-a Slurm node before deleting its pod, and Karpenter removes the then-empty node after its own `idleTimeout`.
+Slurm's own count of pending jobs that are not held, plus the extra nodes of the widest of them (Slurm 25.11's
+`_nohold` series; a QoS-capped or dependency-waiting job still counts there, which only our series tells
+apart). With `AverageValue` and a target of 1 per replica, HPA sets replicas to that number, between
+minNodes and maxNodes. When a partition has had neither running nor wanting jobs for `idleTimeout`, KEDA
+scales it to minNodes; Slinky drains a Slurm node before deleting its pod, and Karpenter removes the then-empty
+node after its own `idleTimeout`.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ POLLING_SECONDS = 30
 def nodes_needed_query(partition: str) -> str:
     """PromQL: nodes the partition needs now (absent series count as 0, so one missing metric is not 0 nodes):
     busy nodes plus what the pending jobs that could start want, or, while our exporter's series is absent,
-    Slurm's pending count plus the widest pending job's extra nodes."""
+    Slurm's count of pending jobs not held plus the widest such job's extra nodes."""
     def series(name: str) -> str:
         return f'sum({name}{{partition="{partition}"}})'
 
@@ -47,8 +49,13 @@ def nodes_needed_query(partition: str) -> str:
         return f"({series(name)} or vector(0))"
 
     busy = f"{metric('slurm_partition_nodes_alloc')} + {metric('slurm_partition_nodes_mixed')}"
-    widest_extra = f"clamp_min({metric('slurm_partition_jobs_min_job_nodes')} - 1, 0)"
-    slurm_count = f"{metric('slurm_partition_jobs_pending')} + {widest_extra}"
+    # Held jobs counted out: partition_jobs_hold counts pending jobs whose reason is WAIT_HELD or WAIT_HELD_USER,
+    # and partition_jobs_min_job_nodes_nohold is the widest pending job's min_nodes over the others (slurm-25.11.7
+    # src/slurmctld/statistics.c, "Custom Slinky metrics for autoscaling"; src/plugins/metrics/openmetrics/
+    # openmetrics.c names the series).
+    not_held = f"clamp_min({metric('slurm_partition_jobs_pending')} - {metric('slurm_partition_jobs_hold')}, 0)"
+    widest_extra = f"clamp_min({metric('slurm_partition_jobs_min_job_nodes_nohold')} - 1, 0)"
+    slurm_count = f"{not_held} + {widest_extra}"
     return f"{busy} + ({series(PARTITION_NODES_WANTED)} or ({slurm_count}))"
 
 

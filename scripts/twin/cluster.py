@@ -31,7 +31,7 @@ from components.kubernetes.label_selectors import selects
 from components.slinky.slurm_conf import JOB_PRIVATE_DIRS
 from scripts.checks import pod_flows
 from scripts.offline.plan_model import Plan
-from scripts.twin import autoscaling, aws, database, hardware, images, network, policy
+from scripts.twin import autoscaling, aws, database, hardware, images, network, policy, standin_table
 from scripts.twin.errors import TwinError
 from scripts.twin.network import PodLink
 from scripts.twin.operator import accounting as accounting_builder
@@ -44,6 +44,7 @@ from scripts.twin.pods import Container, Device, Mount, PodRuntimeSpec, RunningP
 from scripts.twin.volumes import Secrets, Volumes
 
 REPO = Path(__file__).resolve().parents[2]
+STANDINS_DIR = standin_table.STANDINS_DIR
 # What the twin's slurm.conf changes, and why. Everything else is the operator's slurm.conf for the plan.
 TWIN_SLURM_CONF: dict[str, tuple[str, str]] = {
     "ProctrackType": ("proctrack/linuxproc", "every pod shares this machine's cgroup v1 hierarchy, so jobs are "
@@ -181,6 +182,8 @@ class Twin:
         self._irsa_env: dict[str, dict[str, str]] = {}
         # Jobs of the plan whose work the twin does itself (database.py says why).
         self.stood_in_jobs: set[str] = set()
+        # Each pod's stand-ins by name (standin_table.py), as given when it started.
+        self.given: dict[str, list[str]] = {}
 
     # --- what the plan says ------------------------------------------------------------------------------
 
@@ -283,7 +286,7 @@ class Twin:
                    extra_mounts: Iterable[Any] = ()) -> Container:
         require_image(pod, container)
         stage = images.stage_for_image(container.image, pod.labels)
-        known = stage in builder.stages
+        known = builder.knows(stage)
         if known:
             command = builder.command(stage, list(container.args) if container.args else None,
                                       list(container.command) if container.command else None)
@@ -298,16 +301,19 @@ class Twin:
 
     def _image_layers(self, pod: PodPlan, builder: images.ImageBuilder) -> list[str]:
         stage = images.stage_for_image(pod.containers[0].image, pod.labels)
-        return [*map(str, builder.layers(stage)), "/"] if stage in builder.stages else ["/"]
+        return [*map(str, builder.layers(stage)), "/"] if builder.knows(stage) else ["/"]
 
-    def _start_pod(self, pod: PodPlan, kind: str, builder: images.ImageBuilder, *, devices: list[Device] = (),
-                   trees: list[Tree] = (), extra_mounts: Mapping[str, list[Any]] | None = None,
+    def _start_pod(self, pod: PodPlan, kind: str, builder: images.ImageBuilder, *,
+                   node: hardware.NodeHardware | None = None, extra_mounts: Mapping[str, list[Any]] | None = None,
                    skip_init: Iterable[str] = (), restart_policy: str = "Always") -> TwinPod:
         directory = self.state / "pods" / pod.name
         volumes = Volumes(directory / "volumes", self.config_maps(), self.secrets, self._claim)
         volumes.secrets.objects = self._secret_objects()
         volumes.realise(pod)
-        extra = extra_mounts or {}
+        extra = dict(extra_mounts or {})
+        standin_mounts, devices, trees = self._standins(pod, node)
+        first = pod.containers[0].name
+        extra[first] = [*extra.get(first, ()), *standin_mounts]
         # Restartable init containers are sidecars; the operator's only one (`logfile`) turns the daemon's log
         # file into a FIFO it prints: the twin reads the log file itself instead.
         account_name = pod.spec.get("serviceAccountName") or pod.spec.get("serviceAccount")
@@ -401,50 +407,73 @@ class Twin:
     # --- bring-up ------------------------------------------------------------------------------------------
 
     def _images(self) -> images.ImageBuilder:
-        standins = Path(__file__).resolve().parent / "standins"
+        """The image layers: Slinky's stages as they are, plus the hardware shim (a departure: hardware.py)."""
         shim = self.state / "standins" / "slurmd"
         shim.parent.mkdir(parents=True, exist_ok=True)
         shim.write_text(hardware.slurmd_shim(self.prefix / "sbin" / "slurmd"))
         shim.chmod(0o755)
-        pyxis_so = self.state / "standins" / "spank_pyxis.so"
-        result = subprocess.run(["gcc", "-shared", "-fPIC", "-Wall", "-Werror", f"-I{self.prefix / 'include'}",
-                                 "-o", str(pyxis_so), str(standins / "pyxis_standin.c")],
-                                capture_output=True, text=True)
-        if result.returncode != 0:
-            raise TwinError(f"building the pyxis stand-in failed: {result.stderr.strip()}")
-        pyxis_conf = self.state / "standins" / "pyxis.conf"
-        pyxis_conf.write_text("required /usr/lib/slurm-eks-twin/spank_pyxis.so\n")
-        pyxis = [("/usr/share/pyxis/pyxis.conf", pyxis_conf), ("/usr/lib/slurm-eks-twin/spank_pyxis.so", pyxis_so),
-                 ("/usr/bin/enroot", standins / "enroot")]
-        devices = [(f"/usr/bin/{tool}", standins / "devices") for tool in ("nvidia-smi", "fi_info", "neuron-ls")]
-        # The training image's launcher, which pyxis's container would have on PATH: the images' torch.
-        torchrun = self.state / "standins" / "torchrun"
-        native, native_env = torchneuron_training()
-        torchrun.write_text(
-            "#!/bin/sh\n# The twin's training environment: the torch the images ship; a TorchNeuron job's (the native\n"
-            "# Trainium script exports SLURM_EKS_DEVICE=neuron) is the TorchNeuron image's (torchneuron_training).\n"
-            'if [ "${SLURM_EKS_DEVICE:-}" = neuron ]; then\n'
-            f'  PYTHONPATH="{native_env["PYTHONPATH"]}${{PYTHONPATH:+:$PYTHONPATH}}" exec {native} "$@"\n'
-            "fi\n"
-            f"exec {training_torchrun()} \"$@\"\n")
-        torchrun.chmod(0o755)
-        cli = self.state / "standins" / "slurm-eks"
-        cli.write_text(f"#!/bin/sh\n# The job tooling on the login image: this repository's CLI.\n"
-                       f"exec {REPO / '.venv' / 'bin' / 'slurm-eks'} \"$@\"\n")
-        cli.chmod(0o755)
-        # The training image's python3 (the checkpoint manager and evaluation steps run it): this repository's
-        # venv, with boto3, mlflow and lm-eval as `pip install slurm-eks[checkpoints,evaluation,registry]` gives.
-        python = self.state / "standins" / "python3"
-        python.write_text("#!/bin/sh\n# The training image's Python (scripts/twin/cluster.py _images).\n"
-                          f"exec {REPO / '.venv' / 'bin' / 'python'} \"$@\"\n")
-        python.chmod(0o755)
-        training = [("/usr/local/bin/torchrun", torchrun), ("/usr/local/bin/slurm-eks", cli),
-                    ("/usr/local/bin/python3", python)]
         return images.ImageBuilder(self.shared, self.prefix, self.state / "images",
-                                   {"slurmd": [("/usr/sbin/slurmd", shim), *pyxis, *devices, *training,
-                                               ("/usr/local/bin/neuron_parallel_compile",
-                                                standins / "neuron_parallel_compile")],
-                                    "login": [*pyxis, *training]})
+                                   {"slurmd": [("/usr/sbin/slurmd", shim)],
+                                    "slurmd-pyxis": [("/usr/sbin/slurmd", shim)]})
+
+    def _standin_files(self) -> dict[str, Path]:
+        """The files the stand-ins of standin_table.py mount, made once per twin."""
+        directory = self.state / "standins"
+        directory.mkdir(parents=True, exist_ok=True)
+        pyxis_so = directory / "spank_pyxis.so"
+        if not pyxis_so.exists():
+            result = subprocess.run(["gcc", "-shared", "-fPIC", "-Wall", "-Werror", f"-I{self.prefix / 'include'}",
+                                     "-o", str(pyxis_so), str(STANDINS_DIR / "pyxis_standin.c")],
+                                    capture_output=True, text=True)
+            if result.returncode != 0:
+                raise TwinError(f"building the pyxis stand-in failed: {result.stderr.strip()}")
+        native, native_env = torchneuron_training()
+        scripts = {
+            "pyxis.conf": "required /usr/lib/slurm-eks-twin/spank_pyxis.so\n",
+            # The training image's launcher: the images' torch; a TorchNeuron job's (the native Trainium script
+            # exports SLURM_EKS_DEVICE=neuron) is the TorchNeuron image's (torchneuron_training).
+            "torchrun": ("#!/bin/sh\n# The twin's training environment (scripts/twin/standin_table.py).\n"
+                         'if [ "${SLURM_EKS_DEVICE:-}" = neuron ]; then\n'
+                         f'  PYTHONPATH="{native_env["PYTHONPATH"]}${{PYTHONPATH:+:$PYTHONPATH}}" exec {native} "$@"\n'
+                         "fi\n"
+                         f"exec {training_torchrun()} \"$@\"\n"),
+            "slurm-eks": f"#!/bin/sh\nexec {REPO / '.venv' / 'bin' / 'slurm-eks'} \"$@\"\n",
+            # The training image's Python (the checkpoint manager and evaluation steps run it): this repository's
+            # venv, with boto3, mlflow and lm-eval as `pip install slurm-eks[checkpoints,evaluation,registry]` gives.
+            "python3": f"#!/bin/sh\nexec {REPO / '.venv' / 'bin' / 'python'} \"$@\"\n",
+        }
+        for name, text in scripts.items():
+            (directory / name).write_text(text)
+            (directory / name).chmod(0o755)
+        return {"/usr/share/pyxis/pyxis.conf": directory / "pyxis.conf",
+                "/usr/lib/slurm-eks-twin/spank_pyxis.so": pyxis_so, "/usr/bin/enroot": STANDINS_DIR / "enroot",
+                "/usr/bin/nvidia-smi": STANDINS_DIR / "devices", "/usr/local/bin/torchrun": directory / "torchrun",
+                "/usr/local/bin/python3": directory / "python3", "/usr/local/bin/slurm-eks": directory / "slurm-eks",
+                "/usr/local/bin/neuron_parallel_compile": STANDINS_DIR / "neuron_parallel_compile"}
+
+    def _standins(self, pod: PodPlan, node: hardware.NodeHardware | None = None
+                  ) -> tuple[list[Mount], list[Device], list[Tree]]:
+        """What standin_table.py gives `pod` (only what its planned spec has the mechanism for), made real: files
+        mounted into its first container, device nodes and /proc or /sys trees. `node`: a NodeSet pod's hardware."""
+        given = standin_table.given(pod)
+        self.given[pod.name] = [entry.name for entry in given]
+        files = self._standin_files()
+        mounts = [Mount(str(files[path]), path, readonly=True) for entry in given for path in entry.gives
+                  if path in files]
+        limits = (pod.containers[0].resources or {}).get("limits") or {}
+        kinds = {"GPU devices": "/dev/nvidia", "EFA devices": "/dev/infiniband/", "Neuron devices": "/dev/neuron"}
+        allowed = tuple(kinds[e.name] for e in given if e.name in kinds)
+        devices = [Device(*d) for d in hardware.device_nodes(limits) if allowed and d[0].startswith(allowed)]
+        trees: list[Tree] = []
+        directory = self.state / "pods" / pod.name
+        names_ = {entry.name for entry in given}
+        if node is not None and node.gpus and "NVIDIA driver files" in names_:
+            proc, sys_drivers = hardware.nvidia_driver_files(directory / "driver", node)
+            trees += [Tree(str(proc), "/proc/driver"), Tree(str(sys_drivers), "/sys/bus/pci/drivers")]
+        efa = int(str(limits.get(hardware.EFA_RESOURCE, 0)))
+        if efa and "EFA sysfs" in names_:
+            trees.append(Tree(str(hardware.efa_sysfs(directory / "sys-class", efa)), "/sys/class", merge=True))
+        return mounts, devices, trees
 
     def _database(self) -> None:
         assert self.accounting is not None
@@ -743,7 +772,7 @@ class Twin:
                    str(running.started.directory / "logs"))
 
     def start_node(self, pod: PodPlan, builder: images.ImageBuilder | None = None) -> TwinPod:
-        """A NodeSet pod: the instance type's hardware, GPU driver files and devices (hardware.py)."""
+        """A NodeSet pod: the instance type's hardware, and what the platform gives it (standin_table.py)."""
         builder = builder or self.builder
         nodeset = self.objects["NodeSet"][pod.owner_name]
         instance = catalog.lookup(self._instance_type(nodeset))
@@ -752,14 +781,8 @@ class Twin:
         hw_dir = directory / "hardware"
         hw_dir.mkdir(parents=True, exist_ok=True)
         (hw_dir / "hardware").write_text(node.conf_items() + "\n")
-        trees: list[Tree] = []
-        if node.gpus:
-            proc, sys_drivers = hardware.nvidia_driver_files(directory / "driver", node)
-            trees = [Tree(str(proc), "/proc/driver"), Tree(str(sys_drivers), "/sys/bus/pci/drivers")]
-        slurmd = pod.containers[0]
-        devices = [Device(*d) for d in hardware.device_nodes((slurmd.resources or {}).get("limits") or {})]
         extra = {c.name: [Mount(str(hw_dir), "/etc/slurm-eks-twin", readonly=True)] for c in pod.containers}
-        return self._start_pod(pod, "nodeset", builder, devices=devices, trees=trees, extra_mounts=extra)
+        return self._start_pod(pod, "nodeset", builder, node=node, extra_mounts=extra)
 
     def _instance_type(self, nodeset: Mapping[str, Any]) -> str:
         """The NodeSet's instance type, from the Karpenter NodePool its pods are scheduled on."""

@@ -133,3 +133,19 @@ def device_nodes(limits: Mapping[str, object]) -> list[tuple[str, int, int]]:
     nodes += [(f"/dev/infiniband/uverbs{i}", INFINIBAND_MAJOR, UVERBS_FIRST_MINOR + i) for i in range(efa)]
     nodes += [(f"/dev/neuron{i}", NEURON_MAJOR, i) for i in range(neuron)]
     return nodes
+
+
+def efa_sysfs(directory: Path, count: int) -> Path:
+    """The kernel's /sys/class entries for `count` EFA devices, under `directory`: infiniband_verbs/uverbs<i>/ibdev
+    naming rdmap<i>s0, and infiniband/rdmap<i>s0/ports/1/state `4: ACTIVE` (Linux Documentation/ABI/stable/
+    sysfs-class-infiniband; the state format of drivers/infiniband/core/sysfs.c state_show). Returns the
+    directory, whose entries go into the pod's /sys/class."""
+    for i in range(count):
+        verbs = directory / "infiniband_verbs" / f"uverbs{i}"
+        verbs.mkdir(parents=True, exist_ok=True)
+        (verbs / "ibdev").write_text(f"rdmap{i}s0\n")
+        port = directory / "infiniband" / f"rdmap{i}s0" / "ports" / "1"
+        port.mkdir(parents=True, exist_ok=True)
+        (port / "state").write_text("4: ACTIVE\n")
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory

@@ -21,6 +21,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,12 @@ from scripts.twin.errors import TwinError
 from slurm.agent import contract
 
 SLINKY_IMAGES = Path("upstream/slinky-containers/schedmd/slurm/25.11/ubuntu24.04")
+PYXIS_SUFFIX = "-pyxis"
+# Device tools no stage of Slinky's images installs (tests/twin/test_image_truth.py reads the Dockerfiles' package
+# lists), hidden in the twin's images so a copy on this machine never shows through: the health check must work
+# without them, as on EKS. nvidia-smi reaches a GPU container from the NVIDIA container toolkit (standin_table.py).
+ABSENT_TOOLS = ("fi_info", "neuron-ls", "nvidia-smi", "dcgmi")
+IMAGE_PATH = ("usr/local/sbin", "usr/local/bin", "usr/sbin", "usr/bin", "sbin", "bin")
 # Daemons in the image's /usr/sbin, clients in /usr/bin (the slurm-smd Debian packages' layout).
 SBIN = ("slurmctld", "slurmd", "slurmdbd", "slurmrestd", "sackd", "slurmstepd")
 # What the Dockerfile's RUN steps leave that the entrypoints rely on (its `COPY`s are read from the file): the
@@ -102,13 +109,40 @@ def parse_dockerfile(text: str) -> dict[str, ImageStage]:
 
 
 def stage_for_image(reference: str, labels: Mapping[str, str] | None = None) -> str:
-    """`ghcr.io/slinkyproject/slurmd-pyxis:25.11.6-ubuntu24.04` -> `slurmd` (pyxis variants build on the plain
-    stage: Dockerfile.pyxis adds enroot and pyxis, which the twin stands in for). The agent image, whose digest
-    only `pulumi up` knows (unknown in the plan), is known by its pods' label (slurm/agent/contract.py)."""
+    """`ghcr.io/slinkyproject/slurmd-pyxis:25.11.6-ubuntu24.04` -> `slurmd-pyxis`: the image's stage, a pyxis
+    variant being Dockerfile.pyxis's stage over the plain one. The agent image, whose digest only `pulumi up`
+    knows (unknown in the plan), is known by its pods' label (slurm/agent/contract.py)."""
     if labels is not None and contract.AGENT_POD_LABELS.items() <= labels.items():
         return AGENT_STAGE
-    name = reference.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
-    return name.removesuffix("-pyxis")
+    return reference.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
+
+
+def base_stage(name: str) -> str:
+    """The Dockerfile stage a pyxis variant builds on (`FROM .../slurmd:25.11-ubuntu24.04 AS slurmd-pyxis`)."""
+    return name.removesuffix(PYXIS_SUFFIX)
+
+
+def entrypoint_edits(text: str) -> dict[str, list[tuple[int, str, str]]]:
+    """Dockerfile.pyxis's `sed -i 'Ni TEXT' FILE` lines, by stage: (line N, TEXT, FILE), in order. They put
+    `mount -t proc none /proc` and `mount -t tmpfs tmpfs /tmp` at the top of the entrypoint."""
+    edits: dict[str, list[tuple[int, str, str]]] = {}
+    stage = ""
+    for line in text.splitlines():
+        found = re.match(r"\s*FROM\s+\S+\s+AS\s+(\S+)", line, re.IGNORECASE)
+        if found:
+            stage = found.group(1)
+            continue
+        sed = re.match(r"\s*sed -i '(\d+)i (.*)' (\S+)\s*$", line)
+        if sed and stage:
+            edits.setdefault(stage, []).append((int(sed.group(1)), sed.group(2), sed.group(3)))
+    return edits
+
+
+def insert_line(text: str, number: int, line: str) -> str:
+    """sed's `Ni TEXT`: TEXT becomes line `number`."""
+    lines = text.splitlines(keepends=True)
+    lines.insert(number - 1, line + "\n")
+    return "".join(lines)
 
 
 def _add_system_user(etc: Path, machine_etc: Path) -> None:
@@ -119,6 +153,19 @@ def _add_system_user(etc: Path, machine_etc: Path) -> None:
         lines = [entry for entry in (machine_etc / name).read_text().splitlines(keepends=True)
                  if entry.split(":", 1)[0] != SLURM_USER]
         (etc / name).write_text("".join(lines) + line)
+
+
+def hide_absent_tools(layer: Path, machine_root: Path = Path("/")) -> list[str]:
+    """An overlay whiteout (a 0/0 character device: Linux Documentation/filesystems/overlayfs.rst "whiteouts")
+    in `layer` for each ABSENT_TOOLS program this machine has on the image's PATH; returns their paths."""
+    hidden = []
+    for directory in IMAGE_PATH:
+        for tool in ABSENT_TOOLS:
+            if (machine_root / directory / tool).exists() and not (layer / directory / tool).exists():
+                (layer / directory).mkdir(parents=True, exist_ok=True)
+                os.mknod(layer / directory / tool, 0o600 | stat.S_IFCHR, os.makedev(0, 0))
+                hidden.append(f"/{directory}/{tool}")
+    return hidden
 
 
 class ImageBuilder:
@@ -134,15 +181,22 @@ class ImageBuilder:
         # The agent's final stage (unnamed: the last FROM), its files from the agent's own build context.
         agent = list(parse_dockerfile(AGENT_DOCKERFILE.read_text()).values())[-1]
         self.stages[AGENT_STAGE] = ImageStage(AGENT_STAGE, agent.copies, agent.entrypoint, agent.cmd)
+        pyxis = self.context / "Dockerfile.pyxis"
+        self.edits = entrypoint_edits(pyxis.read_text()) if pyxis.exists() else {}
         self.prefix = slurm_prefix
         self.root = root
         # Files the twin adds per stage: (path in the image, file on this machine), e.g. the hardware shim.
         self.extra = extra
 
+    def knows(self, name: str) -> bool:
+        return name in self.stages or (name.endswith(PYXIS_SUFFIX) and name in self.edits)
+
     def stage(self, name: str) -> ImageStage:
-        if name not in self.stages:
+        """A Dockerfile stage; a pyxis variant has its base stage's files, entrypoint and command."""
+        base = base_stage(name) if name in self.edits else name
+        if base not in self.stages:
             raise TwinError(f"no stage {name!r} in Slinky's Dockerfile (stages: {', '.join(self.stages)})")
-        return self.stages[name]
+        return self.stages[base]
 
     def layers(self, name: str) -> list[Path]:
         """The layers of stage `name`'s image, top first: the agent's over the sackd stage's."""
@@ -208,13 +262,17 @@ class ImageBuilder:
         conf.symlink_to("/etc/slurm")
         (partial / "etc/slurm").mkdir(parents=True, exist_ok=True)
         _add_system_user(partial / "etc", Path("/etc"))
-        for directory, slurm_owned in RUN_DIRECTORIES.get(name, ()):
+        for directory, slurm_owned in RUN_DIRECTORIES.get(base_stage(name), ()):
             (partial / directory).mkdir(parents=True, exist_ok=True)
             if slurm_owned:
                 os.chown(partial / directory, SLURM_UID, SLURM_UID)
         # The machine's /root is private (0700) and holds its Python; the image's users must run it.
         (partial / "root").mkdir(mode=0o711, exist_ok=True)
         (partial / "root").chmod(0o711)
+        for number, text, path in self.edits.get(name, []):  # Dockerfile.pyxis's entrypoint edits
+            target = partial / path.lstrip("/")
+            target.write_text(insert_line(target.read_text(), number, text))
+        hide_absent_tools(partial)
         for path, source in self.extra.get(name, []):
             target = partial / path.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -130,6 +130,21 @@ def bind(source: str, root: Path, target: str, readonly: bool = False) -> None:
         _run("mount", "-o", "remount,bind,ro", str(where))
 
 
+def merge_tree(source: Path, where: Path, keep: Path) -> None:
+    """`source`'s entries added to directory `where` (in sysfs, where nothing can be made): a tmpfs over `where`
+    holding a bind of each of `source`'s entries and of each entry `where` had, kept through a bind at `keep`."""
+    keep.mkdir(parents=True)
+    _run("mount", "--rbind", str(where), str(keep))
+    _run("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(where))
+    for base in (source, keep):
+        for entry in sorted(base.iterdir()):
+            target = where / entry.name
+            if target.exists() or target.is_symlink():
+                continue
+            _ensure_target(target, entry)
+            _run("mount", "--rbind", str(entry), str(target))
+
+
 def build_root(spec: dict[str, Any]) -> Path:
     layer = Path(spec["layer_dir"])
     layer.mkdir(parents=True, exist_ok=True)
@@ -165,8 +180,11 @@ def build_root(spec: dict[str, Any]) -> Path:
         path = dev / device["path"].removeprefix("/dev/")
         path.parent.mkdir(parents=True, exist_ok=True)
         os.mknod(path, 0o666 | 0o020000, os.makedev(device["major"], device["minor"]))
-    for tree in spec.get("trees", []):  # stand-in /proc and /sys entries (GPU driver files)
-        bind(tree["source"], root, tree["target"], readonly=True)
+    for index, tree in enumerate(spec.get("trees", [])):  # stand-in /proc and /sys entries (driver files)
+        if tree.get("merge"):
+            merge_tree(Path(tree["source"]), in_root(root, tree["target"]), layer / f"merged{index}")
+        else:
+            bind(tree["source"], root, tree["target"], readonly=True)
     bind(spec["hosts_file"], root, "/etc/hosts", readonly=True)
     # No DNS server: names come from /etc/hosts, and a lookup of anything else fails at once.
     (root / "etc/resolv.conf").unlink(missing_ok=True)

@@ -41,10 +41,12 @@ class Device:
 
 @dataclass(frozen=True)
 class Tree:
-    """A directory of stand-in files mounted over a /proc or /sys directory (GPU driver files)."""
+    """A directory of stand-in files mounted over a /proc or /sys directory (GPU driver files), or, with `merge`,
+    added to what that directory holds (the EFA devices' entries in /sys/class)."""
 
     source: str
     target: str
+    merge: bool = False
 
 
 @dataclass

@@ -17,7 +17,7 @@
 # resumes a node: a flapping GPU must stay drained until the repair controller replaces the node,
 # and a drain set by a person (reason without the slurm-eks: prefix) is never touched.
 
-PATH="${SLURM_EKS_HEALTH_PATH:+$SLURM_EKS_HEALTH_PATH:}/usr/local/nvidia/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/amazon/efa/bin:/opt/aws/neuron/bin"
+PATH="${SLURM_EKS_HEALTH_PATH:+$SLURM_EKS_HEALTH_PATH:}/usr/local/nvidia/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 export PATH
 LC_ALL=C
 export LC_ALL
@@ -215,41 +215,46 @@ check_dcgm() {
   fi
 }
 
+# EFA and Neuron are counted where the kernel and the device plugins put them, with no tool of the image:
+# Slinky's slurmd and slurmd-pyxis images install neither libfabric's fi_info nor the Neuron tools
+# (SlinkyProject/containers schedmd/slurm/25.11/ubuntu24.04 Dockerfile and Dockerfile.pyxis), and no NodeSet
+# mounts the host's /opt/amazon/efa or /opt/aws/neuron. SLURM_EKS_HEALTH_DEV and SLURM_EKS_HEALTH_SYS exist for
+# tests only (slurmd runs this with an empty environment).
+DEV_DIR="${SLURM_EKS_HEALTH_DEV:-/dev}"
+SYS_DIR="${SLURM_EKS_HEALTH_SYS:-/sys}"
+
 check_efa() {
   ((EFA > 0)) || return 0
-  local out n
-  if ! command -v fi_info >/dev/null 2>&1; then
-    fail efa "fi_info not found, expected $EFA EFA devices"
-    return
+  local dev n=0 ibdev state down=()
+  # The EFA device plugin gives the container one /dev/infiniband/uverbs<N> per vpc.amazonaws.com/efa it
+  # asked for (aws-efa-k8s-device-plugin). The kernel names each one's RDMA device in
+  # /sys/class/infiniband_verbs/uverbs<N>/ibdev and that device's port state in
+  # /sys/class/infiniband/<ibdev>/ports/1/state, "4: ACTIVE" when the port is up (Linux
+  # Documentation/ABI/stable/sysfs-class-infiniband; drivers/infiniband/core/sysfs.c state_show).
+  for dev in "$DEV_DIR"/infiniband/uverbs*; do
+    [[ -c "$dev" ]] || continue
+    n=$((n + 1))
+    ibdev="$(cat "$SYS_DIR/class/infiniband_verbs/${dev##*/}/ibdev" 2>/dev/null)"
+    state="$(cat "$SYS_DIR/class/infiniband/$ibdev/ports/1/state" 2>/dev/null)"
+    [[ -n "$ibdev" && "$state" == *": ACTIVE"* ]] || down+=("${dev##*/}=${ibdev:-?} (${state:-no port state})")
+  done
+  if ((n != EFA)); then
+    fail efa "the pod has $n EFA devices (/dev/infiniband/uverbs*), expected $EFA"
+  elif ((${#down[@]})); then
+    fail efa "EFA port not ACTIVE: ${down[*]}"
   fi
-  # fi_info short output: "provider: efa" then indented "    domain: rdmap...-rdm" per fi_info
-  # entry (ofiwg/libfabric v1.22.0 util/info.c print_short_info). With no EFA it fails with
-  # "fi_getinfo: -61 (No data available)", counted as 0 devices.
-  out="$(timeout 20 fi_info -p efa -t FI_EP_RDM 2>/dev/null)"
-  n="$(printf '%s\n' "$out" | gawk '
-    /^provider:/ { p = $2 }
-    /^[[:space:]]+domain:/ && p == "efa" { d[$2] = 1 }
-    END { print length(d) }')"
-  ((n == EFA)) || fail efa "fi_info sees $n EFA devices, expected $EFA"
 }
 
 check_neuron() {
   ((NEURON_DEVICES > 0)) || return 0
-  local out rc n
-  if ! command -v neuron-ls >/dev/null 2>&1; then
-    fail neuron "neuron-ls not found, expected $NEURON_DEVICES Neuron devices"
-    return
-  fi
-  # neuron-ls -j/--json-output: a JSON array, one object with "neuron_device": <n> per device
-  # (aws-neuron/aws-neuron-sdk tools/neuron-sys-tools/neuron-ls.rst).
-  out="$(timeout 20 neuron-ls --json-output 2>&1)"
-  rc=$?
-  if ((rc != 0)); then
-    fail neuron "neuron-ls failed (rc $rc): $(printf '%s' "$out" | head -n 1)"
-    return
-  fi
-  n="$(printf '%s\n' "$out" | grep -o '"neuron_device"[[:space:]]*:' | wc -l)"
-  ((n == NEURON_DEVICES)) || fail neuron "neuron-ls sees $n Neuron devices, expected $NEURON_DEVICES"
+  local dev n=0
+  # The Neuron device plugin gives the container one Neuron driver device, /dev/neuron<N>, per
+  # aws.amazon.com/neuron it asked for ("allocating entire Neuron devices to containers": Neuron SDK
+  # deploy/eks/setup; the device files as docker's --device=/dev/neuron0: containers/tutorials/build-run-neuron-container).
+  for dev in "$DEV_DIR"/neuron[0-9]*; do
+    [[ -c "$dev" ]] && n=$((n + 1))
+  done
+  ((n == NEURON_DEVICES)) || fail neuron "the pod has $n Neuron devices (/dev/neuron*), expected $NEURON_DEVICES"
 }
 
 check_shared() {

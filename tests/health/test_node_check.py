@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -206,18 +207,55 @@ def test_dcgm_off_by_default(node: Node):
     assert "dcgmi" not in node.call_log.read_text()
 
 
-@pytest.mark.parametrize(("count", "fires"), [("31", True), ("0", True), ("32", False)])
-def test_efa(node: Node, count: str, fires: bool):
+def device_tree(tmp: Path, efa: int, neuron: int, down: tuple[int, ...] = ()) -> dict[str, str]:
+    """What a device plugin gives a container and the kernel shows of it: /dev/infiniband/uverbs<N> (char 231,
+    192+N) with /sys/class/infiniband_verbs/uverbs<N>/ibdev naming rdmap<N>s0, whose port 1 is "4: ACTIVE"
+    unless N is in `down`; /dev/neuron<N> (char). The fakes' environment points the check there."""
+    if os.geteuid() != 0:
+        unavailable("making character devices needs root")
+    dev, sys = tmp / "dev", tmp / "sys"
+    (dev / "infiniband").mkdir(parents=True)
+    for n in range(efa):
+        os.mknod(dev / "infiniband" / f"uverbs{n}", 0o666 | stat.S_IFCHR, os.makedev(231, 192 + n))
+        verbs = sys / "class" / "infiniband_verbs" / f"uverbs{n}"
+        verbs.mkdir(parents=True)
+        (verbs / "ibdev").write_text(f"rdmap{n}s0\n")
+        port = sys / "class" / "infiniband" / f"rdmap{n}s0" / "ports" / "1"
+        port.mkdir(parents=True)
+        (port / "state").write_text("1: DOWN\n" if n in down else "4: ACTIVE\n")
+    for n in range(neuron):
+        os.mknod(dev / f"neuron{n}", 0o666 | stat.S_IFCHR, os.makedev(240, n))
+    (dev / "neuron_not_a_device").write_text("")  # a regular file is no device
+    return {"SLURM_EKS_HEALTH_DEV": str(dev), "SLURM_EKS_HEALTH_SYS": str(sys)}
+
+
+@pytest.mark.parametrize(("count", "fires"), [(31, True), (0, True), (32, False)])
+def test_efa_counts_the_devices_the_plugin_gave(node: Node, count: int, fires: bool):
     node.config["EFA"] = "32"
-    result = node.run(FAKE_EFA_COUNT=count)
-    assert_verdict(node, result, fires, "efa", f"fi_info sees {count} EFA devices, expected 32")
+    result = node.run(**device_tree(node.tmp, count, 0))
+    assert_verdict(node, result, fires, "efa",
+                   f"the pod has {count} EFA devices (/dev/infiniband/uverbs*), expected 32")
 
 
-@pytest.mark.parametrize(("count", "fires"), [("15", True), ("16", False)])
-def test_neuron(node: Node, count: str, fires: bool):
+def test_efa_port_down_fires(node: Node):
+    node.config["EFA"] = "4"
+    result = node.run(**device_tree(node.tmp, 4, 0, down=(2,)))
+    assert_verdict(node, result, True, "efa", "EFA port not ACTIVE: uverbs2=rdmap2s0 (1: DOWN)")
+
+
+@pytest.mark.parametrize(("count", "fires"), [(15, True), (16, False)])
+def test_neuron_counts_the_devices_the_plugin_gave(node: Node, count: int, fires: bool):
     node.config.update(GPUS="0", NEURON_DEVICES="16")
-    result = node.run(FAKE_NEURON_COUNT=count)
-    assert_verdict(node, result, fires, "neuron", "neuron-ls sees 15 Neuron devices, expected 16")
+    result = node.run(**device_tree(node.tmp, 0, count))
+    assert_verdict(node, result, fires, "neuron", "the pod has 15 Neuron devices (/dev/neuron*), expected 16")
+
+
+def test_no_tool_of_the_image_is_needed_for_efa_or_neuron(node: Node):
+    """The check runs where Slinky's slurmd image has no fi_info or neuron-ls: the fakes' copies are never called."""
+    node.config.update(GPUS="0", EFA="8", NEURON_DEVICES="16")
+    assert node.run(**device_tree(node.tmp, 8, 16)).returncode == 0
+    calls = node.call_log.read_text() if node.call_log.exists() else ""
+    assert "fi_info" not in calls and "neuron-ls" not in calls
 
 
 def test_shared_not_mounted(node: Node):
@@ -238,7 +276,7 @@ def test_disk_full(node: Node):
 
 def test_first_failure_gives_reason_and_all_are_printed(node: Node):
     node.config.update(EFA="32", MIN_FREE_MB=str(10**12))
-    result = node.run(FAKE_GPUS="7", FAKE_EFA_COUNT="1")
+    result = node.run(FAKE_GPUS="7", **device_tree(node.tmp, 1, 0))
     assert result.returncode == 1
     assert_drained(node, "gpu-count")
     for check in ("gpu-count", "efa", "disk"):

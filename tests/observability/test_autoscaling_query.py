@@ -23,8 +23,10 @@ class Value:
 
     __radd__ = __add__
 
-    def __sub__(self, k: float) -> Value:
-        return Value(self.n - k)
+    def __sub__(self, other: Value | float | None) -> Value | None:
+        if other is None:
+            return None
+        return Value(self.n - (other.n if isinstance(other, Value) else other))
 
 
 def evaluate(query: str, series: dict[str, float]) -> float | None:
@@ -42,8 +44,10 @@ def evaluate(query: str, series: dict[str, float]) -> float | None:
     return None if result is None else result.n
 
 
+# 13 pending jobs, 5 of them held; the widest of all wants 8 nodes, the widest not held 4 (statistics.c).
 SLURM = {"slurm_partition_nodes_alloc": 2, "slurm_partition_nodes_mixed": 1, "slurm_partition_jobs_pending": 13,
-         "slurm_partition_jobs_min_job_nodes": 8}
+         "slurm_partition_jobs_hold": 5, "slurm_partition_jobs_min_job_nodes": 8,
+         "slurm_partition_jobs_min_job_nodes_nohold": 4}
 
 
 def test_one_name_for_the_exporter_and_the_query() -> None:
@@ -60,7 +64,10 @@ def test_held_and_capped_jobs_keep_no_node_up() -> None:
     assert evaluate(nodes_needed_query("gpu-h100"), {**SLURM, PARTITION_NODES_WANTED: 9}) == 12
 
 
-def test_without_the_exporter_slurms_count_still_scales() -> None:
-    assert evaluate(nodes_needed_query("gpu-h100"), SLURM) == 3 + 13 + (8 - 1)
+def test_without_the_exporter_slurms_count_still_scales_without_held_jobs() -> None:
+    """Slurm's own series: the 8 pending jobs not held and the widest of them (4 nodes, not the held 8)."""
+    assert evaluate(nodes_needed_query("gpu-h100"), SLURM) == 3 + (13 - 5) + (4 - 1)
+    everything_held = {**SLURM, "slurm_partition_jobs_hold": 13, "slurm_partition_jobs_min_job_nodes_nohold": 0}
+    assert evaluate(nodes_needed_query("gpu-h100"), everything_held) == 3
     assert evaluate(nodes_needed_query("gpu-h100"), {}) == 0  # nothing scraped yet: no node
     assert evaluate(nodes_needed_query("gpu-h100"), {PARTITION_NODES_WANTED: 2}) == 2  # from zero

@@ -1,0 +1,77 @@
+"""Where the twin differs from the cluster, generated for docs/architecture.md from what the twin runs: the stand-in
+table (standin_table.py), the slurm.conf and cgroup.conf changes (cluster.py), the versions, and the departures
+written here. `python -m scripts.twin.differences` rewrites the block; tests/twin/test_differences.py keeps it in step.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from components.config.slinky_releases import SERIES
+from scripts.twin.cluster import TWIN_CGROUP_CONF, TWIN_SLURM_CONF
+from scripts.twin.standin_table import TABLE
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+START, END = "<!-- twin-differences:start (scripts/twin/differences.py) -->", "<!-- twin-differences:end -->"
+# The Slurm the twin builds (the tarball ../shared/upstream/slurm holds; tests/twin/test_differences.py checks it).
+TWIN_SLURM = "25.11.7"
+
+# What the twin does otherwise than the cluster, beyond the table and the config changes: (what, why).
+DEPARTURES: tuple[tuple[str, str], ...] = (
+    ("Slurm version", f"the twin builds Slurm {TWIN_SLURM} from source; the images the plan runs are "
+                      f"{SERIES['25.11'].patch} (the newest tarball ../shared holds)"),
+    ("hardware", "a node registers its instance type's CPUs and memory on one socket with every CPU local to every "
+                 "GPU (scripts/twin/hardware.py); a p5 has 2 sockets"),
+    ("nodes at start", "each NodeSet starts with 2 slurmd pods; the plan's NodeSets have 0 replicas and KEDA, the "
+                       "HPA and Karpenter bring nodes for pending jobs (the twin evaluates KEDA's query, it does "
+                       "not yet scale)"),
+    ("probes", "no startup, liveness or readiness probe runs (the operator's slurmd probes: GET /livez and /readyz "
+               "on 6818, 6 x 10 s to start)"),
+    ("pod-binding webhook", "POD_TOPOLOGY is empty: the operator's webhook copies the node's "
+                            "topology.slinky.slurm.net/spec annotation onto the slurmd pod, and the twin has no "
+                            "node objects"),
+    ("logfile sidecar", "the operator's `logfile` sidecar is not run: the twin reads the daemons' log files"),
+    ("Kubernetes API", "none: controllers' API calls fail, as in an outage"),
+    ("DNS", "none: names are in each pod's /etc/hosts"),
+    ("identity", "no sssd or LDAP: the identity init container's files"),
+    ("replicas", "one login and one restapi pod"),
+    ("secrets", "secrets the plan masks are made afresh"),
+    ("AWS", "moto's server at an address outside the VPC answers the jobs' S3 calls (scripts/twin/aws.py); for an "
+            "RDS stack the database is MariaDB with the twin's CA (scripts/twin/database.py)"),
+    ("Trainium jobs", "one worker per node on the CPU (32 torch-xla workers per node do not fit 2 cores)"),
+)
+
+
+def render() -> str:
+    """The block between START and END: the stand-ins, the config changes and the other departures."""
+    lines = ["| the pod sees | given only where | on EKS | on the twin |", "| --- | --- | --- | --- |"]
+    for entry in TABLE:
+        gives = ", ".join(f"`{g}`" for g in entry.gives)
+        lines.append(f"| {entry.name}: {gives} | {entry.mechanism} | {entry.real} | {entry.twin} |")
+    lines += ["", "| differs | how, and why |", "| --- | --- |"]
+    for key, (value, why) in {**TWIN_SLURM_CONF, **TWIN_CGROUP_CONF}.items():
+        lines.append(f"| `{key}={value}` | {why} |")
+    for what, why in DEPARTURES:
+        lines.append(f"| {what} | {why} |")
+    return "\n".join(lines)
+
+
+def rewritten(text: str) -> str:
+    """`text` (docs/architecture.md) with the block between the markers replaced by render()."""
+    head, found, rest = text.partition(START)
+    if not found or END not in rest:
+        raise SystemExit(f"{DOC}: no {START} ... {END} block to write the twin's differences into")
+    return f"{head}{START}\n{render()}\n{END}{rest.split(END, 1)[1]}"
+
+
+def main() -> None:
+    text = DOC.read_text()
+    new = rewritten(text)
+    if new != text:
+        DOC.write_text(new)
+        print(f"{DOC}: the twin's differences rewritten", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
