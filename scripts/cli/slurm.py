@@ -192,10 +192,13 @@ def _step(message: str) -> None:
 @local_app.command("up")
 def local_up(
     stack: Annotated[str | None, typer.Option("--stack", "-s", help="start the twin of this stack's cluster")] = None,
-    nodes: Annotated[int, typer.Option("--nodes", min=1, help="twin: slurmd pods per partition")] = 2,
+    nodes: Annotated[int | None, typer.Option(
+        "--nodes", min=1, help="twin: this many slurmd pods per partition from the start, and no autoscaling "
+        "(default: none, and the cluster's controllers scale each partition for its jobs while this runs)")] = None,
 ) -> None:
     """Install (if missing) and start munge, MariaDB, slurmdbd, slurmctld and slurmd; wait for an idle node.
-    With --stack: the stack's twin instead (its Slinky pods from the offline plan, policies enforced)."""
+    With --stack: the stack's twin instead (its Slinky pods from the offline plan, policies enforced), from zero
+    nodes: KEDA, the HPA, the NodeSet controller and Karpenter act in the foreground until Ctrl-C."""
     if stack:
         from scripts.cli import twin  # plans with Pulumi's SDK: not on the login pod, where the job CLI runs
 

@@ -4,6 +4,7 @@ trying its partitions, accounts and job scripts before `pulumi up`."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -22,10 +23,12 @@ def state_dir(stack: str) -> Path:
     return STATE_ROOT / f"twin-{stack}"
 
 
-def up(stack: str, nodes: int, console: Console) -> Twin:
+def up(stack: str, nodes: int | None, console: Console) -> Twin:
+    """Start the twin; without `nodes`, from zero nodes, with the cluster's controllers in the foreground."""
     if os.geteuid() != 0:
         raise TwinError("the twin starts pods in network namespaces and mounts their file systems: run as root")
-    console.print(f"planning stack {stack} offline, then starting its twin ({nodes} nodes per partition)...")
+    size = f"{nodes} nodes per partition" if nodes else "no nodes: they come for jobs"
+    console.print(f"planning stack {stack} offline, then starting its twin ({size})...")
     plan, _ = run_plan(stack)
     STATE_ROOT.mkdir(mode=0o755, parents=True, exist_ok=True)
     twin = Twin(plan, state_dir(stack), nodes_per_nodeset=nodes)
@@ -35,7 +38,27 @@ def up(stack: str, nodes: int, console: Console) -> Twin:
         table.add_row(name, pod.kind, str(twin.network.links[name].address), str(twin.state / "pods" / name / "logs"))
     console.print(table)
     console.print(f"log in as a declared person: slurm-eks local login --stack {stack} --user <name>")
+    if twin.controllers is not None:
+        follow(twin, console)
     return twin
+
+
+def follow(twin: Twin, console: Console, poll_s: float = 1.0) -> None:
+    """Print each scaling step (scripts/twin/scaling.py) until Ctrl-C, which stops the controllers; the pods run
+    on as they are until `slurm-eks local down`."""
+    assert twin.controllers is not None
+    console.print("KEDA, the HPA, the NodeSet controller and Karpenter run here: Ctrl-C stops them")
+    shown = 0
+    try:
+        while True:
+            events = twin.controllers.events
+            for event in events[shown:]:
+                console.print(f"{event.nodeset}: {event.what} {event.detail}", highlight=False)
+            shown = len(events)
+            time.sleep(poll_s)
+    except KeyboardInterrupt:
+        twin.stop_platform()
+        console.print("controllers stopped; the pods run on as they are (`slurm-eks local down` stops them)")
 
 
 def down(stack: str) -> list[str]:

@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -31,7 +32,19 @@ from components.kubernetes.label_selectors import selects
 from components.slinky.slurm_conf import JOB_PRIVATE_DIRS
 from scripts.checks import pod_flows
 from scripts.offline.plan_model import Plan
-from scripts.twin import autoscaling, aws, database, hardware, images, network, policy, standin_table
+from scripts.twin import (
+    autoscaling,
+    aws,
+    database,
+    hardware,
+    images,
+    karpenter,
+    kubelet,
+    network,
+    policy,
+    scaling,
+    standin_table,
+)
 from scripts.twin.errors import TwinError
 from scripts.twin.network import PodLink
 from scripts.twin.operator import accounting as accounting_builder
@@ -156,12 +169,25 @@ def _set_keys(text: str, changes: Mapping[str, tuple[str, str]]) -> str:
 class Twin:
     """One stack's twin; see the module docstring."""
 
-    def __init__(self, plan: Plan | Path, state_dir: Path, *, nodes_per_nodeset: int = 2,
+    def __init__(self, plan: Plan | Path, state_dir: Path, *, nodes_per_nodeset: int | None = None,
+                 launch_delay_s: float = scaling.TWIN_LAUNCH_DELAY_S,
                  shared: Path | None = None, slurm_prefix: Path | None = None) -> None:
         self.plan = plan if isinstance(plan, Plan) else Plan.load(plan)
         self.objects = _by_kind(self.plan)
         self.state = state_dir.resolve()
+        # None: each NodeSet starts at the plan's replicas and the controllers scale it (scripts/twin/scaling.py);
+        # N: N pods a NodeSet from the start and no controllers (`slurm-eks local up --nodes N`).
         self.nodes_per_nodeset = nodes_per_nodeset
+        self.launch_delay_s = launch_delay_s
+        self.controllers: scaling.Controllers | None = None
+        self.clock = scaling.Clock()
+        self.kubelet = kubelet.Kubelet(self._restart_by_kubelet, self.clock)
+        self._platform_stop = threading.Event()
+        self._platform: threading.Thread | None = None
+        self.platform_errors: list[str] = []
+        self.lock = threading.RLock()
+        # The Kubernetes nodes Karpenter made for NodeSet pods (karpenter.py), by name.
+        self.nodes: dict[str, dict[str, Any]] = {}
         self.shared = (shared or REPO.parent / "shared").resolve()
         self.prefix = (slurm_prefix or REPO / "build" / "slurm").resolve()
         if not (self.prefix / "sbin" / "slurmctld").exists():
@@ -392,6 +418,10 @@ class Twin:
 
     def apply_policies(self) -> None:
         """Each pod's ruleset from the plan's NetworkPolicies and the pods there are now."""
+        with self.lock:
+            self._apply_policies()
+
+    def _apply_policies(self) -> None:
         policies = list(self.objects.get("NetworkPolicy", {}).values())
         namespaces = {name: {"kubernetes.io/metadata.name": name, **(obj["metadata"].get("labels") or {})}
                       for name, obj in self.objects.get("Namespace", {}).items()}
@@ -470,6 +500,7 @@ class Twin:
         if node is not None and node.gpus and "NVIDIA driver files" in names_:
             proc, sys_drivers = hardware.nvidia_driver_files(directory / "driver", node)
             trees += [Tree(str(proc), "/proc/driver"), Tree(str(sys_drivers), "/sys/bus/pci/drivers")]
+            mounts.append(Mount(str(proc), images.PROC_DRIVER_STANDIN, readonly=True))
         efa = int(str(limits.get(hardware.EFA_RESOURCE, 0)))
         if efa and "EFA sysfs" in names_:
             trees.append(Tree(str(hardware.efa_sysfs(directory / "sys-class", efa)), "/sys/class", merge=True))
@@ -563,7 +594,7 @@ class Twin:
             for pod in restapi_builder.restapi_pods(restapi, self.controller)[:1]:
                 plans[pod.name] = ("restapi", pod)
         for nodeset in self.nodesets:
-            for ordinal in range(self.nodes_per_nodeset):
+            for ordinal in range(self.nodes_per_nodeset or 0):
                 pod = worker.nodeset_pod(nodeset, self.controller, ordinal)
                 plans[pod.name] = ("nodeset", pod)
         for loginset in self.objects.get("LoginSet", {}).values():
@@ -615,7 +646,7 @@ class Twin:
             self.pods[name].started.wait_started()
         self.builder = builder
         nodes = [name for name, (kind, _pod) in plans.items() if kind == "nodeset"]
-        if any(kind == "login" for kind, _pod in plans.values()):
+        if nodes and any(kind == "login" for kind, _pod in plans.values()):
             self.wait_nodes(nodes, ("idle",))
         for job in self.objects.get("Job", {}).values():
             if job["metadata"]["name"] in self.stood_in_jobs:
@@ -626,6 +657,31 @@ class Twin:
                 self.run_deployment(deployment, builder)
         self.start_prometheus()
         self.save()
+        if self.nodes_per_nodeset is None:
+            self.controllers = scaling.Controllers(list(self.objects.get("ScaledObject", {}).values()),
+                                                   self._namespace(), self, self.launch_delay_s, self.clock)
+        self._platform = threading.Thread(target=self._platform_loop, name="twin-platform", daemon=True)
+        self._platform.start()
+
+    def _platform_loop(self) -> None:
+        """The kubelet's probes and the cluster's controllers, once a second, until stop_platform()."""
+        while not self._platform_stop.wait(1.0):
+            for tick in (self.kubelet.tick, *([self.controllers.tick] if self.controllers else [])):
+                try:
+                    tick()
+                except Exception as error:  # a controller retries next time; the error is kept for the tests
+                    self.platform_errors.append(f"{type(error).__name__}: {error}")
+
+    def stop_platform(self) -> None:
+        """Stop the probes and the controllers; the pods run on as they are."""
+        self._platform_stop.set()
+        if self._platform is not None:
+            self._platform.join(timeout=120)
+
+    def _restart_by_kubelet(self, name: str) -> None:
+        """The kubelet restarting a pod's container after a failed startup or liveness probe."""
+        self.pods[name].started.kill()
+        self.restart_node(name)
 
     def _pod_of_template(self, owner: Mapping[str, Any], kind: str, labels: Mapping[str, str]) -> PodPlan:
         template = owner["spec"]["template"]
@@ -635,13 +691,58 @@ class Twin:
                              annotations=(template.get("metadata") or {}).get("annotations", {}),
                              spec=template["spec"], owner_kind=kind, owner_name=name)
 
-    def _attach(self, name: str, namespace: str, labels: Mapping[str, str], kind: str) -> None:
-        """A new pod's network namespace, its name in /etc/hosts, and every pod's policies again."""
-        link = self.network.attach(name)
-        self._add_host(str(link.address), name)
-        self._write_hosts()
-        self.pods[name] = TwinPod(name, namespace, labels, kind)
-        self.apply_policies()
+    def _attach(self, name: str, namespace: str, labels: Mapping[str, str], kind: str,
+                aliases: Iterable[str] = ()) -> None:
+        """A new pod's network namespace, its names in /etc/hosts, and every pod's policies again."""
+        with self.lock:
+            link = self.network.links.get(name) or self.network.attach(name)
+            self._add_host(str(link.address), name, *aliases)
+            self._write_hosts()
+            self.pods[name] = TwinPod(name, namespace, labels, kind)
+            self.apply_policies()
+
+    # --- what the controllers do (scripts/twin/scaling.py) ------------------------------------------------
+
+    def start_scaled_node(self, nodeset: str, ordinal: int) -> str:
+        """The NodeSet controller's pod `ordinal` on a node Karpenter just made, bound there (the pod-binding
+        webhook copies the node's topology annotation onto it), started."""
+        (spec,) = [n for n in self.nodesets if n["metadata"]["name"] == nodeset]
+        pod = worker.nodeset_pod(spec, self.controller, ordinal)
+        node = karpenter.node_for(pod, self._instance_type(self.objects["NodeSet"][nodeset]), self._vpc_cidr(),
+                                  len(self.nodes))
+        self.nodes[node["metadata"]["name"]] = node
+        pod = karpenter.bind(pod, node)
+        aliases = [f"{pod.name}.{pod.subdomain}.{pod.namespace}"] if pod.subdomain else []
+        self._attach(pod.name, pod.namespace, pod.labels, "nodeset", aliases)
+        self.plans[pod.name] = ("nodeset", pod)
+        self.start_node(pod).started.wait_started()
+        return pod.name
+
+    def admin(self, command: str) -> str:
+        """A Slurm command as root on the controller pod (the operator's calls to slurmrestd); its output."""
+        return self.pod("controller").started.exec(["bash", "-c", command], env={"PATH": CONTAINER_PATH},
+                                                   check=False, timeout=60).stdout
+
+    def remove_node_pod(self, name: str) -> None:
+        """A condemned pod deleted (its preStop marks the node down), its Slurm node record deleted
+        (slurmcontrol.go DeleteNode), and its node given back by Karpenter once empty."""
+        self.kubelet.forget(name)
+        self.delete_pod(name)
+        self.admin(f"scontrol delete nodename={name}")
+        with self.lock:
+            self.pods.pop(name, None)
+            for node_name, node in list(self.nodes.items()):
+                if node.get("spec", {}).get("podName") == name:
+                    del self.nodes[node_name]
+            self.apply_policies()
+
+    def wait_pod_alive(self, name: str, timeout_s: float) -> None:
+        self._wait(f"pod {name} running again", lambda: self.pod_alive(name), timeout_s,
+                   str(self.state / "pods" / name / "logs"))
+
+    def pod_alive(self, name: str) -> bool:
+        pod = self.pods.get(name)
+        return pod is not None and pod.running is not None and pod.running.alive()
 
     def run_deployment(self, deployment: Mapping[str, Any], builder: images.ImageBuilder | None = None) -> TwinPod:
         """One replica of a plan's Deployment (the Deployment controller's pod, without its hash label)."""
@@ -782,7 +883,12 @@ class Twin:
         hw_dir.mkdir(parents=True, exist_ok=True)
         (hw_dir / "hardware").write_text(node.conf_items() + "\n")
         extra = {c.name: [Mount(str(hw_dir), "/etc/slurm-eks-twin", readonly=True)] for c in pod.containers}
-        return self._start_pod(pod, "nodeset", builder, node=node, extra_mounts=extra)
+        started = self._start_pod(pod, "nodeset", builder, node=node, extra_mounts=extra)
+        slurmd = pod.containers[0]
+        link = self.network.links[pod.name]
+        self.kubelet.watch(kubelet.ProbeState(pod.name, str(link.address), link.netns, slurmd.probes,
+                                              {p.name: p.container_port for p in slurmd.ports}, self.clock()))
+        return started
 
     def _instance_type(self, nodeset: Mapping[str, Any]) -> str:
         """The NodeSet's instance type, from the Karpenter NodePool its pods are scheduled on."""
@@ -815,13 +921,14 @@ class Twin:
         return self.start_node(plan)
 
     def pod(self, kind: str, index: int = 0) -> TwinPod:
-        found = [p for p in self.pods.values() if p.kind == kind]
+        found = [p for p in list(self.pods.values()) if p.kind == kind]
         if len(found) <= index:
             raise TwinError(f"the twin has no {kind} pod #{index}")
         return found[index]
 
     def down(self) -> None:
         """Stop every pod of this twin (also one started by another process) and remove its network."""
+        self.stop_platform()
         for pod in reversed(list(self.pods.values())):
             if pod.running is not None:
                 pod.running.terminate()

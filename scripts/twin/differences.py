@@ -31,6 +31,8 @@ DEPARTURES: tuple[tuple[str, str], ...] = (
     ("pod-binding webhook", "POD_TOPOLOGY is empty: the operator's webhook copies the node's "
                             "topology.slinky.slurm.net/spec annotation onto the slurmd pod, and the twin has no "
                             "node objects"),
+    ("entrypoint", "after Dockerfile.pyxis's `mount -t proc` the twin's slurmd-pyxis entrypoint binds the NVIDIA "
+                   "driver's stand-in files back over /proc/driver, where the host's driver shows them on EKS"),
     ("logfile sidecar", "the operator's `logfile` sidecar is not run: the twin reads the daemons' log files"),
     ("Kubernetes API", "none: controllers' API calls fail, as in an outage"),
     ("DNS", "none: names are in each pod's /etc/hosts"),

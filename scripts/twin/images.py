@@ -35,6 +35,12 @@ PYXIS_SUFFIX = "-pyxis"
 # lists), hidden in the twin's images so a copy on this machine never shows through: the health check must work
 # without them, as on EKS. nvidia-smi reaches a GPU container from the NVIDIA container toolkit (standin_table.py).
 ABSENT_TOOLS = ("fi_info", "neuron-ls", "nvidia-smi", "dcgmi")
+# Dockerfile.pyxis's entrypoint mounts a fresh /proc, where on EKS the host's NVIDIA driver shows its files: the
+# twin's stand-in for them (standin_table.py "NVIDIA driver files", mounted at PROC_DRIVER_STANDIN by the pod) is
+# bound back right after, the one line the twin adds to an image's entrypoint.
+PROC_DRIVER_STANDIN = "/run/slurm-eks-twin/proc-driver"
+PROC_REBIND = (f"if [ -d {PROC_DRIVER_STANDIN} ]; then mount --bind {PROC_DRIVER_STANDIN} /proc/driver; fi  "
+               "# twin: the host driver's /proc files (scripts/twin/images.py)")
 IMAGE_PATH = ("usr/local/sbin", "usr/local/bin", "usr/sbin", "usr/bin", "sbin", "bin")
 # Daemons in the image's /usr/sbin, clients in /usr/bin (the slurm-smd Debian packages' layout).
 SBIN = ("slurmctld", "slurmd", "slurmdbd", "slurmrestd", "sackd", "slurmstepd")
@@ -269,9 +275,13 @@ class ImageBuilder:
         # The machine's /root is private (0700) and holds its Python; the image's users must run it.
         (partial / "root").mkdir(mode=0o711, exist_ok=True)
         (partial / "root").chmod(0o711)
-        for number, text, path in self.edits.get(name, []):  # Dockerfile.pyxis's entrypoint edits
+        edits = self.edits.get(name, [])
+        for number, text, path in edits:  # Dockerfile.pyxis's entrypoint edits
             target = partial / path.lstrip("/")
             target.write_text(insert_line(target.read_text(), number, text))
+        if any("mount -t proc" in text for _n, text, _p in edits):
+            target = partial / edits[0][2].lstrip("/")
+            target.write_text(insert_line(target.read_text(), 2 + len(edits), PROC_REBIND))
         hide_absent_tools(partial)
         for path, source in self.extra.get(name, []):
             target = partial / path.lstrip("/")

@@ -104,7 +104,8 @@ TABLE: tuple[StandIn, ...] = (
         "character devices, one per Neuron device",
         lambda pod: _limit(pod, NEURON_RESOURCE) > 0),
     StandIn(
-        "pyxis and enroot", ("/usr/share/pyxis/pyxis.conf", "/usr/bin/enroot"),
+        "pyxis and enroot", ("/usr/share/pyxis/pyxis.conf", "/usr/lib/slurm-eks-twin/spank_pyxis.so",
+                             "/usr/bin/enroot"),
         "Dockerfile.pyxis installs NVIDIA's enroot and pyxis in the slurmd-pyxis and login-pyxis images",
         "the container's image is a -pyxis variant",
         "a SPANK plugin that takes pyxis's options and runs each step on the pod's root "

@@ -19,6 +19,10 @@ TRAIN = REPO / "jobs" / "train.py"
 SLURM_EKS = REPO / ".venv" / "bin" / "slurm-eks"
 # A login shell's PATH on the image (sbatch & co. in /usr/bin; the training image's torchrun in /usr/local/bin).
 LOGIN_PATH = "/usr/local/bin:/usr/bin:/bin"
+# From sbatch to RUNNING from zero nodes: the lifecycle controller counts demand every 15 s, Prometheus scrapes every
+# 3 s, KEDA polls every 30 s, the HPA syncs every 15 s, Karpenter's launch (scaling.TWIN_LAUNCH_DELAY_S), then the
+# slurmd pod starts and registers: about 90 s at worst on an idle machine, more while torch ranks load it.
+START_BOUND_S = 300
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
             "PREEMPTED")
 
@@ -92,5 +96,16 @@ def wait_for(twin: Twin, job: Job, states: tuple[str, ...], timeout_s: float, lo
         time.sleep(1)
     tail = log.read_text()[-3000:] if log is not None and log.exists() else "(no log)"
     pytest.fail(f"{job.where}: not {'/'.join(states)}{' (' + reason + ')' if reason else ''} within "
-                f"{timeout_s:.0f} s; it is {seen[0] or 'gone'} ({seen[1]}) on {seen[2] or 'no nodes'}\n{tail}",
-                pytrace=False)
+                f"{timeout_s:.0f} s; it is {seen[0] or 'gone'} ({seen[1]}) on {seen[2] or 'no nodes'}"
+                f"{cluster_story(twin)}\n{tail}", pytrace=False)
+
+
+def cluster_story(twin: Twin) -> str:
+    """What the nodes say: each drained or down node with its partition and reason (a health check's names the
+    check and what it missed), and the controllers' last steps."""
+    drained = admin(twin, "sinfo -h -R -N -o '%P %N %T: %E' || true", timeout=30).stdout.strip()
+    lines = [f"\n  partition {line}" for line in drained.splitlines()]
+    if twin.controllers is not None:
+        lines += [f"\n  {e.nodeset}: {e.what} {e.detail}" for e in twin.controllers.events[-8:]]
+        lines += [f"\n  controller error: {error}" for error in twin.controllers.errors[-3:]]
+    return "".join(lines)

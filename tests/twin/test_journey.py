@@ -6,9 +6,11 @@ the nodes from the NodeSet's limits, the plan's NetworkPolicies enforced (script
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import time
 from functools import cache
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 
 from scripts.twin.cluster import Twin, torchneuron_training, training_torchrun
 from tests.twin.conftest import STATE_ROOT, USERS
-from tests.twin.researcher import REPO, TRAIN, Job, Researcher, admin, events, wait_for
+from tests.twin.researcher import REPO, START_BOUND_S, TRAIN, Job, Researcher, admin, events, wait_for
 
 pytestmark = [pytest.mark.twin]
 
@@ -34,7 +36,6 @@ STEPS = {False: ["--steps", "1000", "--checkpoint-every", "20"],
 # 30 s or so), while the ranks still start: the stop must survive their start (jobs/training/preemption.py
 # clear_stale), and it comes long before 300 steps end.
 RENDER_FLAGS = ["--nodes", "2", "--time", "3", "--signal-lead", "170"]
-START_BOUND_S = 90  # from sbatch to RUNNING on idle nodes
 RUN_BOUND_S = 600
 
 
@@ -66,6 +67,36 @@ def neuron_partitions(twin: Twin) -> set[str]:
             if "aws.amazon.com/neuron" in ((ns["spec"].get("slurmd") or {}).get("resources") or {}).get("limits", {})}
 
 
+def report_start(twin: Twin, job: Job, partition: str, log: Path, submitted: float, running: float) -> None:
+    """Where the time from sbatch to the training loop went, by stage (the controllers' events on the twin's clock,
+    which no test moved here), into STATE_ROOT/from-zero-<stack>.json; the scale-up steps must be there."""
+    deadline = time.monotonic() + RUN_BOUND_S
+    while '"event": "start"' not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    training = time.monotonic()
+    assert twin.controllers is not None, f"{job.where}: the twin runs no controllers"
+    seen = {}
+    for event in twin.controllers.events:
+        if event.nodeset == partition and event.at >= submitted - 1:
+            seen.setdefault(event.what, event.at)
+    stages = {"sbatch -> KEDA activates (demand metric, scrape, poll)": seen.get("keda-activate"),
+              "-> HPA scales to the job's nodes": seen.get("hpa-scale-up"),
+              "-> Karpenter's nodes ready": seen.get("node-ready"),
+              "-> slurmd pods started": seen.get("pod-started"),
+              "-> job RUNNING (slurmd registered, scheduled)": running,
+              "-> training loop starts (ranks up, first step next)": training}
+    report, last = {}, submitted
+    for stage, at in stages.items():
+        if at is not None:
+            report[stage] = round(at - last, 1)
+            last = at
+    report["total"] = round(training - submitted, 1)
+    path = STATE_ROOT / f"from-zero-{job.where.split('/')[0]}.json"
+    found = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**found, partition: report}, indent=1) + "\n")
+    assert "pod-started" in seen, f"{job.where}: RUNNING without a pod started for it: {report}"
+
+
 def requeue_journey(twin: Twin, person: Researcher, partition: str, entry: list[str],
                     one_worker_a_node: bool = False) -> tuple[Job, list[dict[str, object]]]:
     """`job render` -> sbatch -> RUNNING on 2 nodes -> Slurm's USR2 -> checkpoint -> requeue -> resume ->
@@ -73,10 +104,13 @@ def requeue_journey(twin: Twin, person: Researcher, partition: str, entry: list[
     script = person.render(partition, RENDER_FLAGS, entry, name=f"journey-{partition}")
     if one_worker_a_node:  # not one per NeuronCore: 2 x 32 (or 64) ranks do not fit 2 cores (README)
         person.sh(f"sed -i 's/--nproc-per-node=[0-9]*/--nproc-per-node=1/' {script}")
+    submitted = time.monotonic()
     job = person.sbatch(script, partition)
     log = twin.state / "claims" / "fsx-shared" / "logs" / person.user / f"journey-{partition}-{job.id}.out"
     _state, _reason, nodes = wait_for(twin, job, ("RUNNING",), START_BOUND_S, log)
+    running = time.monotonic()
     assert len(admin(twin, f"scontrol show hostnames {nodes}").stdout.split()) == 2, f"{job.where}: on {nodes}"
+    report_start(twin, job, partition, log, submitted, running)
     # Slurm's time-limit warning: the batch shell's trap asks training to stop; it checkpoints and requeues.
     wait_for(twin, job, ("PENDING",), RUN_BOUND_S, log, reason="BeginTime")
     text = log.read_text()

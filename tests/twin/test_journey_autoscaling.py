@@ -12,7 +12,7 @@ import pytest
 from scripts.twin.autoscaling import desired_replicas
 from scripts.twin.cluster import Twin
 from tests.twin.conftest import USERS
-from tests.twin.researcher import Job, Researcher, admin, wait_for
+from tests.twin.researcher import START_BOUND_S, Job, Researcher, admin, wait_for
 
 pytestmark = [pytest.mark.twin]
 
@@ -50,7 +50,7 @@ def test_only_jobs_that_could_run_ask_for_nodes(stack_twin: tuple[str, Twin]) ->
 def check_demand(twin: Twin, stack: str, person: Researcher, partition: str, others: list[str]) -> None:
     expect_replicas(twin, stack, partition, 0, "no job at all")
     running = sleeper(person, partition, 2)
-    wait_for(twin, running, ("RUNNING",), 90)
+    wait_for(twin, running, ("RUNNING",), START_BOUND_S)
     expect_replicas(twin, stack, partition, 2, f"{running.where} runs on both nodes")
     waiting = sleeper(person, partition, 2)
     wait_for(twin, waiting, ("PENDING",), 30, reason="Resources")

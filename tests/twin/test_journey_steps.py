@@ -12,7 +12,7 @@ import pytest
 from components.slinky.slurm_conf import SRUN_PORT_RANGE
 from scripts.twin.cluster import Twin
 from tests.twin.conftest import USERS
-from tests.twin.researcher import Researcher, admin, job_state, wait_for
+from tests.twin.researcher import START_BOUND_S, Researcher, admin, job_state, wait_for
 
 pytestmark = [pytest.mark.twin]
 
@@ -43,7 +43,7 @@ def test_a_step_cancelled_alone_ends_and_the_job_goes_on(stack_twin: tuple[str, 
     job = person.sbatch(f"{person.home}/steps.sbatch", partition, f"--partition={partition}",
                         f"--output={person.home}/steps-%j.out")
     log = twin.state / "claims" / "fsx-shared" / "home" / person.user / f"steps-{job.id}.out"
-    wait_for(twin, job, ("RUNNING",), 90, log)
+    wait_for(twin, job, ("RUNNING",), START_BOUND_S, log)
     deadline = time.monotonic() + 60
     while not steps_of(twin, job.id) and time.monotonic() < deadline:
         time.sleep(1)
@@ -141,7 +141,7 @@ def test_a_slurmd_pod_taken_away_requeues_its_job(stack_twin: tuple[str, Twin]) 
     partition = twin.nodesets[0]["metadata"]["name"]
     job = person.sbatch("--wrap=srun sleep 600", partition, f"--partition={partition}", "--nodes=1", "--requeue",
                         "--time=20", "--output=/dev/null")
-    _state, _reason, node = wait_for(twin, job, ("RUNNING",), 90)
+    _state, _reason, node = wait_for(twin, job, ("RUNNING",), START_BOUND_S)
     twin.delete_pod(node)
     try:
         state, reason, _nodes = wait_for(twin, job, ("PENDING", "RUNNING"), 90)
@@ -149,6 +149,7 @@ def test_a_slurmd_pod_taken_away_requeues_its_job(stack_twin: tuple[str, Twin]) 
         assert "Restarts=1" in requeued, f"{job.where}: not requeued when {node} went away ({state}, {reason})"
     finally:
         admin(twin, f"scancel {job.id}")
-        twin.restart_node(node)
+        # The NodeSet controller makes the pod again on its node (scripts/twin/scaling.py), under the same name.
+        twin.wait_pod_alive(node, 120)
         admin(twin, f"scontrol update nodename={node} state=resume || true", timeout=30)
         twin.wait_nodes([node], ("idle",))
