@@ -23,14 +23,14 @@ DEPARTURES: tuple[tuple[str, str], ...] = (
                       f"{SERIES['25.11'].patch} (the newest tarball ../shared holds)"),
     ("hardware", "a node registers its instance type's CPUs and memory on one socket with every CPU local to every "
                  "GPU (scripts/twin/hardware.py); a p5 has 2 sockets"),
-    ("nodes at start", "each NodeSet starts with 2 slurmd pods; the plan's NodeSets have 0 replicas and KEDA, the "
-                       "HPA and Karpenter bring nodes for pending jobs (the twin evaluates KEDA's query, it does "
-                       "not yet scale)"),
-    ("probes", "no startup, liveness or readiness probe runs (the operator's slurmd probes: GET /livez and /readyz "
-               "on 6818, 6 x 10 s to start)"),
-    ("pod-binding webhook", "POD_TOPOLOGY is empty: the operator's webhook copies the node's "
-                            "topology.slinky.slurm.net/spec annotation onto the slurmd pod, and the twin has no "
-                            "node objects"),
+    ("time", "KEDA, the HPA, the NodeSet controller and Karpenter act on the twin's clock, which a test may move on "
+             "to let an idle timeout pass; Karpenter's launch takes `launch_delay_s` (its batching window, 10 s, by "
+             "default), where EC2's launch and boot add minutes for a GPU instance"),
+    ("probes", "the kubelet's probes restart the whole pod (a slurmd pod's other container, the logfile sidecar, "
+               "is not run); readiness is recorded, no Service endpoint changes with it"),
+    ("topology", "no topology agent reaches the twin's nodes (no Kubernetes API, no EC2 instance topology), so no "
+                 "node carries a topology annotation and POD_TOPOLOGY stays empty, as for a first pod on a node "
+                 "Karpenter has just made on EKS"),
     ("entrypoint", "after Dockerfile.pyxis's `mount -t proc` the twin's slurmd-pyxis entrypoint binds the NVIDIA "
                    "driver's stand-in files back over /proc/driver, where the host's driver shows them on EKS"),
     ("logfile sidecar", "the operator's `logfile` sidecar is not run: the twin reads the daemons' log files"),

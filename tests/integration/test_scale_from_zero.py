@@ -45,6 +45,7 @@ from pathlib import Path
 import pytest
 
 from components.config.cluster import ClusterConfig
+from scripts.twin.scaling import DRAIN_REASON as TWIN_DRAIN_REASON
 from slurm import client
 from slurm.backend import JobClientError
 from slurm.cli_backend import CliBackend, run
@@ -56,7 +57,7 @@ from tests.integration.slinky_nodes import BACKEND, TIMEOUT_S, NodeSet, as_perso
 
 pytestmark = pytest.mark.slurm
 # The operator's reasons (slurmcontrol.go FormatNodeReason; nodeset_sync.go processCondemned; worker_app.go).
-DRAIN_REASON = "slurm-operator: Pod (slurm/{pod}) is pending termination for scale-in"
+DRAIN_REASON = TWIN_DRAIN_REASON.format(namespace="slurm", pod="{pod}")  # the twin's NodeSet controller's too
 PRESTOP_REASON = "slurm-operator: Pod is terminating"
 
 

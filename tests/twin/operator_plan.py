@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from scripts.twin.operator import slurmconf, worker
+from scripts.twin.operator.model import PodPlan
 from tests.plan.fixtures import shipped_plan
 
 NAMESPACE = "slurm"
@@ -47,3 +51,14 @@ class SlinkyObjects:
 @cache
 def slinky(stack: str) -> SlinkyObjects:
     return SlinkyObjects(tuple(shipped_plan(stack).manifests()))
+
+
+def nodeset_pods(stack: str, edit: Callable[[dict[str, Any]], None] | None = None) -> dict[str, PodPlan]:
+    """Partition -> its first NodeSet pod as the operator builds it, after `edit(nodeset)` (on a copy) if given."""
+    objects = slinky(stack)
+    nodesets = [copy.deepcopy(n) for n in objects.nodesets]
+    for nodeset in nodesets:
+        if edit is not None:
+            edit(nodeset)
+    return {n["metadata"]["name"]: worker.nodeset_pod(n, objects.controller, 0)
+            for n in slurmconf.nodesets_for_controller(objects.controller, nodesets)}

@@ -7,19 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from scripts.twin.kubelet import Kubelet, ProbeState
-from scripts.twin.operator import slurmconf, worker
-from tests.plan.fixtures import shipped_plan
+from tests.twin.operator_plan import nodeset_pods
 
 
 def slurmd_probes() -> dict[str, Any]:
     """The probes of prod's gpu-h100 slurmd container, as the operator builds them."""
-    found: dict[str, dict[str, Any]] = {}
-    for obj in shipped_plan("prod").manifests():
-        found.setdefault(obj["kind"], {})[obj["metadata"]["name"]] = obj
-    (controller,) = found["Controller"].values()
-    (nodeset,) = [n for n in slurmconf.nodesets_for_controller(controller, list(found["NodeSet"].values()))
-                  if n["metadata"]["name"] == "gpu-h100"]
-    slurmd = worker.nodeset_pod(nodeset, controller, 0).containers[0]
+    slurmd = nodeset_pods("prod")["gpu-h100"].containers[0]
     return {"probes": slurmd.probes, "ports": {p.name: p.container_port for p in slurmd.ports}}
 
 

@@ -4,7 +4,6 @@ would on EKS. The health check runs against what the table gives a pod, with the
 
 from __future__ import annotations
 
-import copy
 import os
 import stat
 import subprocess
@@ -14,33 +13,13 @@ from typing import Any
 import pytest
 
 from scripts.twin import hardware
-from scripts.twin.operator import slurmconf, worker
 from scripts.twin.operator.model import PodPlan
 from scripts.twin.standin_table import STANDINS_DIR, TABLE, given
 from tests.conftest import unavailable
-from tests.plan.fixtures import shipped_plan
+from tests.twin.operator_plan import nodeset_pods, slinky
 
 NODE_CHECK = Path(__file__).resolve().parents[2] / "slurm" / "node" / "node-check.sh"
 FAKES = Path(__file__).resolve().parents[1] / "health" / "fakes"
-
-
-def objects(stack: str) -> dict[str, dict[str, dict[str, Any]]]:
-    found: dict[str, dict[str, dict[str, Any]]] = {}
-    for obj in shipped_plan(stack).manifests():
-        found.setdefault(obj["kind"], {})[obj["metadata"]["name"]] = obj
-    return found
-
-
-def nodeset_pods(stack: str, edit: Any = None) -> dict[str, PodPlan]:
-    """Partition -> its first NodeSet pod as the operator builds it, after `edit(nodeset)` if given."""
-    found = objects(stack)
-    (controller,) = found["Controller"].values()
-    nodesets = [copy.deepcopy(n) for n in found["NodeSet"].values()]
-    for nodeset in nodesets:
-        if edit is not None:
-            edit(nodeset)
-    return {n["metadata"]["name"]: worker.nodeset_pod(n, controller, 0)
-            for n in slurmconf.nodesets_for_controller(controller, nodesets)}
 
 
 def names(pod: PodPlan) -> set[str]:
@@ -110,9 +89,7 @@ def realise(pod: PodPlan, root: Path) -> dict[str, str]:
 
 def health_env(pod: PodPlan) -> str:
     """The partition's health.env as the plan writes it (components/slinky/health_settings.py)."""
-    found = objects("prod")["ConfigMap"]
-    partition = pod.owner_name
-    return found[f"slurm-eks-health-{partition}"]["data"]["health.env"]
+    return str(slinky("prod").configmaps[f"slurm-eks-health-{pod.owner_name}"]["data"]["health.env"])
 
 
 def run_check(pod: PodPlan, root: Path) -> subprocess.CompletedProcess[str]:
