@@ -660,8 +660,13 @@ class Twin:
         if self.nodes_per_nodeset is None:
             self.controllers = scaling.Controllers(list(self.objects.get("ScaledObject", {}).values()),
                                                    self._namespace(), self, self.launch_delay_s, self.clock)
+        self._platform_stop = threading.Event()  # a fresh one: up() may have stopped an earlier twin's loop
         self._platform = threading.Thread(target=self._platform_loop, name="twin-platform", daemon=True)
         self._platform.start()
+
+    @property
+    def platform_running(self) -> bool:
+        return self._platform is not None and self._platform.is_alive()
 
     def _platform_loop(self) -> None:
         """The kubelet's probes and the cluster's controllers, once a second, until stop_platform()."""

@@ -105,7 +105,10 @@ def cluster_story(twin: Twin) -> str:
     check and what it missed), and the controllers' last steps."""
     drained = admin(twin, "sinfo -h -R -N -o '%P %N %T: %E' || true", timeout=30).stdout.strip()
     lines = [f"\n  partition {line}" for line in drained.splitlines()]
+    if not twin.platform_running:
+        lines.append("\n  the twin's controllers and probes are not running (Twin.stop_platform was called)")
     if twin.controllers is not None:
         lines += [f"\n  {e.nodeset}: {e.what} {e.detail}" for e in twin.controllers.events[-8:]]
         lines += [f"\n  controller error: {error}" for error in twin.controllers.errors[-3:]]
+    lines += [f"\n  platform error: {error}" for error in twin.platform_errors[-3:]]
     return "".join(lines)
