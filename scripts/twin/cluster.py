@@ -186,6 +186,8 @@ class Twin:
         self._platform: threading.Thread | None = None
         self.platform_errors: list[str] = []
         self.lock = threading.RLock()
+        # NodeSet pods scaled in (scaling.py), kept with their addresses for what they did while they ran.
+        self.departed: dict[str, TwinPod] = {}
         # The Kubernetes nodes Karpenter made for NodeSet pods (karpenter.py), by name.
         self.nodes: dict[str, dict[str, Any]] = {}
         self.shared = (shared or REPO.parent / "shared").resolve()
@@ -432,7 +434,12 @@ class Twin:
             policy.apply(self.network.links[pod.name].netns, policy.ruleset(pod, policies, pods, namespaces))
 
     def recorded(self) -> list[policy.Recorded]:
-        return [r for p in self.pods.values() for r in policy.recorded(p.name, self.network.links[p.name].netns)]
+        """Every connection recorded, also by pods scaled in since (their network namespace stays)."""
+        return [r for p in self.all_pods().values() for r in policy.recorded(p.name, self.network.links[p.name].netns)]
+
+    def all_pods(self) -> dict[str, TwinPod]:
+        """The pods there are, and those scaled in since (which others may have reached while they ran)."""
+        return {**self.departed, **self.pods}
 
     # --- bring-up ------------------------------------------------------------------------------------------
 
@@ -735,7 +742,7 @@ class Twin:
         self.delete_pod(name)
         self.admin(f"scontrol delete nodename={name}")
         with self.lock:
-            self.pods.pop(name, None)
+            self.departed[name] = self.pods.pop(name)
             for node_name, node in list(self.nodes.items()):
                 if node.get("spec", {}).get("podName") == name:
                     del self.nodes[node_name]

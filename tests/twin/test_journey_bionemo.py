@@ -13,7 +13,7 @@ import pytest
 
 from scripts.twin.cluster import Twin
 from tests.twin.conftest import USERS
-from tests.twin.researcher import SLURM_EKS, Researcher, admin, wait_for
+from tests.twin.researcher import SLURM_EKS, START_BOUND_S, Researcher, admin, wait_for
 from tests.twin.test_journey import RUN_BOUND_S
 
 pytestmark = [pytest.mark.twin]
@@ -44,7 +44,7 @@ def test_the_bionemo_job_runs_the_weights_step_then_one_inference_task_per_gpu(
     job = person.sbatch(script, PARTITION, f"--export=ALL,PATH={tools}:/usr/local/bin:/usr/bin:/bin,"
                                            f"BIONEMO_CACHE_DIR={cache}")  # fmt: skip
     log = twin.state / "claims" / "fsx-shared" / "logs" / person.user / f"bionemo-esm2-{job.id}.out"
-    wait_for(twin, job, ("RUNNING", "COMPLETED"), log)
+    wait_for(twin, job, ("RUNNING", "COMPLETED"), START_BOUND_S, log)
     wait_for(twin, job, ("COMPLETED",), RUN_BOUND_S, log)
 
     calls = [json.loads(line) for line in

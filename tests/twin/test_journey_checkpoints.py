@@ -18,7 +18,7 @@ from scripts.twin import aws
 from scripts.twin.cluster import Twin
 from scripts.twin.network import PodLink
 from tests.twin.conftest import USERS
-from tests.twin.researcher import TRAIN, Job, Researcher, admin, events, wait_for
+from tests.twin.researcher import START_BOUND_S, TRAIN, Job, Researcher, admin, events, wait_for
 from tests.twin.test_journey import RENDER_FLAGS, RUN_BOUND_S, SHAPE, STEPS, reference_hash
 
 pytestmark = [pytest.mark.twin]
@@ -73,7 +73,7 @@ def test_a_job_that_lost_shared_resumes_from_s3_and_its_evaluation_is_registered
     log = twin.state / "claims" / "fsx-shared" / "logs" / person.user / f"{name}-{job.id}.out"
     job_dir = f"/shared/checkpoints/{person.user}/{name}-{job.id}"
 
-    wait_for(twin, job, ("RUNNING",), log)
+    wait_for(twin, job, ("RUNNING",), START_BOUND_S, log)
     wait_for(twin, job, ("PENDING",), RUN_BOUND_S, log, reason="BeginTime")  # preempted by USR2, requeued
     text = log.read_text()
     (preempted,) = [e for e in events(text) if e.get("event") == "preempted"]

@@ -50,12 +50,13 @@ def unexplained(twin: Twin, stack: str, records: list[Recorded]) -> list[str]:
     known = pod_flows.endpoints(config)
     vpc = (twin._vpc_cidr(),)
     table = list(pod_flows.flows(config, known, vpc, pod_flows.srun_ports(twin.plan)))
-    by_address = {str(twin.network.links[name].address): pod for name, pod in twin.pods.items()}
+    pods = twin.all_pods()  # with the nodes scaled in since
+    by_address = {str(twin.network.links[name].address): pod for name, pod in pods.items()}
     found = []
     for record in records:
         if record.direction != "egress_new" or record.peer.is_loopback:
             continue  # a pod's own loopback is never subject to policy
-        source = twin.pods[record.pod]
+        source = pods[record.pod]
         who = endpoint_of(source, known)
         target = by_address.get(str(record.peer))
         whom: Endpoint | ipaddress.IPv4Address | None = (endpoint_of(target, known) if target else record.peer)
