@@ -2,9 +2,11 @@
 each NodeSet's replicas from its ScaledObject's query, Slinky's NodeSet controller makes or condemns pods, and
 Karpenter brings a node for each new pod after a launch delay. The NodeSets start at the plan's replicas (0).
 
-- KEDA (kedacore/keda v2.20 pkg/scaling/executor/scale_scaledobjects.go): every `pollingInterval` it asks the
-  scaler; a value above `activationThreshold` (default 0) is activity. With no replica it scales the target to 1 on
-  activity; with `minReplicaCount: 0` it scales to 0 once `cooldownPeriod` has passed since the last activity.
+- KEDA (keda.sh/docs/latest/reference/scaledobject-spec: pollingInterval default 30 s, cooldownPeriod default
+  300 s; keda.sh/docs/concepts/scaling-deployments: KEDA activates a target at zero when its trigger is active and
+  scales it back to zero, the HPA doing everything between): every `pollingInterval` it asks the scaler; a value
+  above the activation threshold (0) is activity. With no replica it scales the target to 1 on activity; with
+  `minReplicaCount: 0` it scales to 0 once `cooldownPeriod` has passed since the last activity.
 - The HPA (kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale, "Algorithm details", "Default
   Behavior"): every 15 s (kube-controller-manager --horizontal-pod-autoscaler-sync-period) replicas = ceil(value /
   target) for an AverageValue metric, within [max(min, 1), max]; up at once, by at most max(4 pods, 100%) a sync;
