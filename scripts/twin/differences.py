@@ -21,6 +21,10 @@ TWIN_SLURM = "25.11.7"
 DEPARTURES: tuple[tuple[str, str], ...] = (
     ("Slurm version", f"the twin builds Slurm {TWIN_SLURM} from source; the images the plan runs are "
                       f"{SERIES['25.11'].patch} (the newest tarball ../shared holds)"),
+    ("image base", "each image layer (the stage's files, entrypoints and supervisor configs) lies over this machine's "
+                   "Debian root, where Slinky's images have Ubuntu 24.04's packages; the device tools no stage "
+                   "installs (fi_info, neuron-ls, nvidia-smi, dcgmi: images.ABSENT_TOOLS) are hidden from every "
+                   "image"),
     ("hardware", "a node registers its instance type's CPUs and memory on one socket with every CPU local to every "
                  "GPU (scripts/twin/hardware.py); a p5 has 2 sockets"),
     ("time", "KEDA, the HPA, the NodeSet controller and Karpenter act on the twin's clock, which a test may move on "
