@@ -5,11 +5,11 @@ written here. `python -m scripts.twin.differences` rewrites the block; tests/twi
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from components.config.slinky_releases import SERIES
 from scripts.twin.cluster import TWIN_CGROUP_CONF, TWIN_SLURM_CONF
+from scripts.twin.errors import TwinError
 from scripts.twin.standin_table import TABLE
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
@@ -67,16 +67,13 @@ def rewritten(text: str) -> str:
     """`text` (docs/architecture.md) with the block between the markers replaced by render()."""
     head, found, rest = text.partition(START)
     if not found or END not in rest:
-        raise SystemExit(f"{DOC}: no {START} ... {END} block to write the twin's differences into")
+        raise TwinError(f"{DOC}: no {START} ... {END} block to write the twin's differences into")
     return f"{head}{START}\n{render()}\n{END}{rest.split(END, 1)[1]}"
 
 
 def main() -> None:
-    text = DOC.read_text()
-    new = rewritten(text)
-    if new != text:
-        DOC.write_text(new)
-        print(f"{DOC}: the twin's differences rewritten", file=sys.stderr)
+    """Rewrite docs/architecture.md's block (nothing changes when it is current)."""
+    DOC.write_text(rewritten(DOC.read_text()))
 
 
 if __name__ == "__main__":

@@ -226,8 +226,8 @@ SYS_DIR="${SLURM_EKS_HEALTH_SYS:-/sys}"
 check_efa() {
   ((EFA > 0)) || return 0
   local dev n=0 ibdev state down=()
-  # The EFA device plugin gives the container one /dev/infiniband/uverbs<N> per vpc.amazonaws.com/efa it
-  # asked for (aws-efa-k8s-device-plugin). The kernel names each one's RDMA device in
+  # The EFA device plugin gives the container one /dev/infiniband/uverbs<N> per EFA interface its limits
+  # ask for (aws-efa-k8s-device-plugin). The kernel names each one's RDMA device in
   # /sys/class/infiniband_verbs/uverbs<N>/ibdev and that device's port state in
   # /sys/class/infiniband/<ibdev>/ports/1/state, "4: ACTIVE" when the port is up (Linux
   # Documentation/ABI/stable/sysfs-class-infiniband; drivers/infiniband/core/sysfs.c state_show).
