@@ -31,7 +31,8 @@ DEPARTURES: tuple[tuple[str, str], ...] = (
              "to let an idle timeout pass; Karpenter's launch takes `launch_delay_s` (its batching window, 10 s, by "
              "default), where EC2's launch and boot add minutes for a GPU instance"),
     ("probes", "the kubelet's probes restart the whole pod (a slurmd pod's other container, the logfile sidecar, "
-               "is not run); readiness is recorded, no Service endpoint changes with it"),
+               "is not run); readiness is recorded and moves no endpoint, as on EKS for slurmd pods: their headless "
+               "Service publishes not-ready addresses (scripts/twin/operator/services.py)"),
     ("topology", "no topology agent reaches the twin's nodes (no Kubernetes API, no EC2 instance topology), so no "
                  "node carries a topology annotation and POD_TOPOLOGY stays empty, as for a first pod on a node "
                  "Karpenter has just made on EKS"),

@@ -10,7 +10,9 @@ with failureThreshold 6 and periodSeconds 10 (worker_app.go; scripts/twin/operat
 answers (src/slurmd/slurmd/http.c).
 
 The twin restarts the pod where the kubelet restarts its container: a slurmd pod's other container is the
-`logfile` sidecar, which the twin does not run.
+`logfile` sidecar, which the twin does not run. Readiness is recorded (`ProbeState.ready`) and changes no address:
+the slurmd pods' headless Service publishes not-ready addresses (slurm-operator v1.2.1, as ported in
+scripts/twin/operator/services.py), so on EKS too a not-ready slurmd keeps its DNS name.
 """
 
 from __future__ import annotations
