@@ -11,8 +11,9 @@ import pytest
 
 from scripts.twin.autoscaling import desired_replicas
 from scripts.twin.cluster import Twin
+from slurm.agent.health.demand import WAITING_FOR_NODES
 from tests.twin.conftest import USERS
-from tests.twin.researcher import START_BOUND_S, Job, Researcher, admin, wait_for
+from tests.twin.researcher import START_BOUND_S, Job, Researcher, admin, job_state, wait_for
 
 pytestmark = [pytest.mark.twin]
 
@@ -49,12 +50,22 @@ def test_only_jobs_that_could_run_ask_for_nodes(stack_twin: tuple[str, Twin]) ->
 
 def check_demand(twin: Twin, stack: str, person: Researcher, partition: str, others: list[str]) -> None:
     expect_replicas(twin, stack, partition, 0, "no job at all")
-    running = sleeper(person, partition, 2)
+    # The running job takes every node up (earlier tests may have left more than 2), and the waiting one asks for
+    # more than the partition can ever have beside it (maxNodes), so it cannot start on a node that comes meanwhile.
+    assert twin.controllers is not None
+    scaled = next(o for o in twin.objects["ScaledObject"].values() if o["spec"]["scaleTargetRef"]["name"] == partition)
+    busy = max(2, len(twin.controllers.running(partition)))
+    wide = int(scaled["spec"]["maxReplicaCount"]) - busy + 1
+    running = sleeper(person, partition, busy)
     wait_for(twin, running, ("RUNNING",), START_BOUND_S)
-    expect_replicas(twin, stack, partition, 2, f"{running.where} runs on both nodes")
-    waiting = sleeper(person, partition, 2)
-    wait_for(twin, waiting, ("PENDING",), 30, reason="Resources")
-    expect_replicas(twin, stack, partition, 4, f"{waiting.where} waits for nodes (Resources)")
+    expect_replicas(twin, stack, partition, busy, f"{running.where} runs on {busy} nodes")
+    waiting = sleeper(person, partition, wide)
+    deadline = time.monotonic() + 30
+    while job_state(twin, waiting)[1] not in WAITING_FOR_NODES and time.monotonic() < deadline:
+        time.sleep(1)
+    state, reason, _nodes = job_state(twin, waiting)
+    assert state == "PENDING" and reason in WAITING_FOR_NODES, f"{waiting.where}: {state} ({reason})"
+    expect_replicas(twin, stack, partition, busy + wide, f"{waiting.where} waits for {wide} nodes ({reason})")
     admin(twin, f"scancel {waiting.id}")
     held = sleeper(person, partition, 2, "--hold")
     later = sleeper(person, partition, 2, "--begin=now+2hours")
@@ -62,7 +73,7 @@ def check_demand(twin: Twin, stack: str, person: Researcher, partition: str, oth
     elsewhere = [sleeper(person, other, 1, "--hold") for other in others]
     for job, reason in ((held, "JobHeldUser"), (later, "BeginTime"), (after, "Dependency")):
         wait_for(twin, job, ("PENDING",), 30, reason=reason)
-    expect_replicas(twin, stack, partition, 2, f"{held.where} held, {later.where} begins in 2 h, {after.where} "
+    expect_replicas(twin, stack, partition, busy, f"{held.where} held, {later.where} begins in 2 h, {after.where} "
                     "waits on a dependency: none of them could start")
     admin(twin, f"scancel {held.id} {later.id} {after.id} {' '.join(str(j.id) for j in elsewhere)}")
     # Over its QoS's cap: the job's QoS allows one running job per person for a while.
@@ -71,7 +82,7 @@ def check_demand(twin: Twin, stack: str, person: Researcher, partition: str, oth
     try:
         capped = sleeper(person, partition, 2)
         wait_for(twin, capped, ("PENDING",), 30, reason="QOSMaxJobsPerUserLimit")
-        expect_replicas(twin, stack, partition, 2, f"{capped.where} is over its QoS {qos}'s cap")
+        expect_replicas(twin, stack, partition, busy, f"{capped.where} is over its QoS {qos}'s cap")
         admin(twin, f"scancel {capped.id}")
     finally:
         admin(twin, f"sacctmgr -i modify qos {qos} set MaxJobsPerUser=-1")
