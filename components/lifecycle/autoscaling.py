@@ -36,6 +36,13 @@ PROMETHEUS_RELEASE = "prometheus"
 # The Service kube-prometheus-stack names `<release>-kube-prometheus-prometheus`.
 PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-kube-prometheus-prometheus.{KUBE_PROMETHEUS_STACK.namespace}.svc:9090"
 POLLING_SECONDS = 30
+# The HPA scales up to the lowest recommendation of this window (kubernetes.io/docs/tasks/run-application/
+# horizontal-pod-autoscale, "Stabilization window"). The query adds Slurm's busy nodes to the lifecycle controller's
+# wanted ones, two series sampled at different moments: when a job starts, Slurm counts its nodes busy while the
+# demand series (computed every DEMAND_SECONDS, then scraped) still counts them wanted, and one HPA sync in that
+# gap doubled the job's nodes for the whole scale-down window (seen on the twin: a 2-node job brought 4 nodes).
+# A minute covers the demand pass (15 s) and a scrape (30 s); a lasting demand still scales up a minute later.
+SCALE_UP_WINDOW_SECONDS = 60
 
 
 def nodes_needed_query(partition: str) -> str:
@@ -70,7 +77,8 @@ def scaled_object_spec(name: str, config: ClusterConfig) -> dict[str, Any]:
         "cooldownPeriod": idle,  # no activity this long: to zero (when minNodes is 0)
         "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {
             # Between min and max, HPA also waits idleTimeout before removing nodes.
-            "scaleDown": {"stabilizationWindowSeconds": idle}}}},
+            "scaleDown": {"stabilizationWindowSeconds": idle},
+            "scaleUp": {"stabilizationWindowSeconds": SCALE_UP_WINDOW_SECONDS}}}},
         "triggers": [{
             "type": "prometheus",
             "metricType": "AverageValue",

@@ -8,9 +8,11 @@ Karpenter brings a node for each new pod after a launch delay. The NodeSets star
   above the activation threshold (0) is activity. With no replica it scales the target to 1 on activity; with
   `minReplicaCount: 0` it scales to 0 once `cooldownPeriod` has passed since the last activity.
 - The HPA (kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale, "Algorithm details", "Default
-  Behavior"): every 15 s (kube-controller-manager --horizontal-pod-autoscaler-sync-period) replicas = ceil(value /
-  target) for an AverageValue metric, within [max(min, 1), max]; up at once, by at most max(4 pods, 100%) a sync;
-  down to the highest recommendation of the scale-down stabilization window (the ScaledObject's).
+  Behavior"): every 15 s (kube-controller-manager --horizontal-pod-autoscaler-sync-period), on the value KEDA's
+  metrics server answers from the scaler then (keda.sh/docs/concepts/scaling-deployments), replicas = ceil(value /
+  target) for an AverageValue metric, within [max(min, 1), max]; up to the lowest recommendation of the scale-up
+  stabilization window, by at most max(4 pods, 100%) a sync; down to the highest of the scale-down window (both
+  windows the ScaledObject's).
 - Slinky's NodeSet controller (slurm-operator v1.2.1 internal/controller/nodeset/nodeset_sync.go): pods
   `<nodeset>-<ordinal>` for the replicas; on scale-in it drains the Slurm node of a condemned pod
   (`processCondemned`, the reason of slurmcontrol.go FormatNodeReason), deletes the pod only once the node is
@@ -94,6 +96,7 @@ class ScaledNodeSet:
     cooldown_s: float
     window_s: float
     replicas: int
+    up_window_s: float = 0.0
     value: float = 0.0
     last_active: float | None = None
     next_poll: float = 0.0
@@ -104,13 +107,14 @@ class ScaledNodeSet:
     def of(cls, scaled_object: Mapping[str, Any], replicas: int) -> ScaledNodeSet:
         spec = scaled_object["spec"]
         (trigger,) = [t for t in spec["triggers"] if t["type"] == "prometheus"]
-        behavior = (((spec.get("advanced") or {}).get("horizontalPodAutoscalerConfig") or {})
-                    .get("behavior") or {}).get("scaleDown") or {}
+        behaviors = ((spec.get("advanced") or {}).get("horizontalPodAutoscalerConfig") or {}).get("behavior") or {}
+        down, up = behaviors.get("scaleDown") or {}, behaviors.get("scaleUp") or {}
         return cls(spec["scaleTargetRef"]["name"], trigger["metadata"]["query"],
                    float(trigger["metadata"]["threshold"]), int(spec.get("minReplicaCount", 0)),
                    int(spec.get("maxReplicaCount", 100)), float(spec.get("pollingInterval", KEDA_POLLING_DEFAULT_S)),
                    float(spec.get("cooldownPeriod", KEDA_COOLDOWN_DEFAULT_S)),
-                   float(behavior.get("stabilizationWindowSeconds", 300)), replicas)
+                   float(down.get("stabilizationWindowSeconds", 300)), replicas,
+                   up_window_s=float(up.get("stabilizationWindowSeconds", 0)))
 
     def keda(self, value: float, now: float) -> str | None:
         """KEDA's poll: activation from 0, or to 0 after the cooldown. Returns what it did."""
@@ -127,17 +131,20 @@ class ScaledNodeSet:
             return "keda-to-zero"
         return None
 
-    def hpa(self, now: float) -> str | None:
-        """The HPA's sync on the last value KEDA's metrics adapter served."""
+    def hpa(self, value: float, now: float) -> str | None:
+        """The HPA's sync on the value KEDA's metrics server answers it (the scaler asked at each request)."""
         if self.replicas == 0:
             return None
-        wanted = hpa_recommendation(self.value, self.threshold, self.low, self.high)
-        self.recommendations = [(t, n) for t, n in self.recommendations if now - t < self.window_s]
+        self.value = value
+        wanted = hpa_recommendation(value, self.threshold, self.low, self.high)
+        kept = max(self.window_s, self.up_window_s)
+        self.recommendations = [(t, n) for t, n in self.recommendations if now - t < kept]
         self.recommendations.append((now, wanted))
-        if wanted > self.replicas:
-            self.replicas = min(wanted, hpa_scale_up_limit(self.replicas))
+        lowest = min(n for t, n in self.recommendations if now - t < self.up_window_s or t == now)
+        if lowest > self.replicas:  # up: the lowest recommendation of the scale-up window
+            self.replicas = min(lowest, hpa_scale_up_limit(self.replicas))
             return "hpa-scale-up"
-        stabilized = max(n for _t, n in self.recommendations)
+        stabilized = max(n for t, n in self.recommendations if now - t < self.window_s)
         if stabilized < self.replicas:
             self.replicas = stabilized
             return "hpa-scale-down"
@@ -195,11 +202,16 @@ class Controllers:
                         done = scaled.keda(value, now)
                         if done:
                             self.record(scaled.name, done, f"query {value:g}, replicas {scaled.replicas}")
-                if now >= scaled.next_sync:
+                if now >= scaled.next_sync and scaled.replicas > 0:
                     scaled.next_sync = now + HPA_SYNC_S
-                    done = scaled.hpa(now)
-                    if done:
-                        self.record(scaled.name, done, f"query {scaled.value:g}, replicas {scaled.replicas}")
+                    try:
+                        value = self.twin.query(scaled.query)
+                    except TwinError as error:  # the HPA keeps the replicas when the metric fails
+                        self.errors.append(f"{scaled.name}: {error}")
+                    else:
+                        done = scaled.hpa(value, now)
+                        if done:
+                            self.record(scaled.name, done, f"query {value:g}, replicas {scaled.replicas}")
                 self.reconcile(scaled, now)
 
     def reconcile(self, scaled: ScaledNodeSet, now: float) -> None:

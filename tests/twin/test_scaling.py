@@ -125,3 +125,25 @@ def test_to_zero_after_the_cooldown_and_a_dead_pod_made_again(world: tuple[Contr
     cluster.states["gpu-h100-0"] = "drained"
     run(controllers, clock, 2)
     assert cluster.removed == ["gpu-h100-0"]
+
+
+def test_a_one_sync_spike_scales_nothing_and_a_lasting_demand_scales_after_the_window(
+        world: tuple[Controllers, Cluster, Clock]) -> None:
+    """The query doubles for a sync when a job starts (Slurm's busy nodes and the demand series' wanted ones
+    overlap): the scale-up window's lowest recommendation keeps the replicas; a demand that lasts wins after it."""
+    controllers, cluster, clock = world
+    cluster.value = 2
+    run(controllers, clock, 60)
+    assert controllers.replicas(PARTITION) == 2
+    cluster.value = 4  # one poll and one sync see the overlap
+    run(controllers, clock, 31)
+    cluster.value = 2
+    run(controllers, clock, 120)
+    assert controllers.replicas(PARTITION) == 2, [e.what for e in controllers.events]
+    cluster.value = 4  # a second 2-node job: it lasts
+    window = controllers.sets[PARTITION].up_window_s
+    assert window == 60
+    run(controllers, clock, window - HPA_SYNC_S)
+    assert controllers.replicas(PARTITION) == 2
+    run(controllers, clock, 2 * HPA_SYNC_S + 30)
+    assert controllers.replicas(PARTITION) == 4
