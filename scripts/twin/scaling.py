@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -194,25 +194,23 @@ class Controllers:
             for scaled in self.sets.values():
                 if now >= scaled.next_poll:
                     scaled.next_poll = now + scaled.polling_s
-                    try:
-                        value = self.twin.query(scaled.query)
-                    except TwinError as error:  # KEDA logs a failed query and keeps the replicas
-                        self.errors.append(f"{scaled.name}: {error}")
-                    else:
-                        done = scaled.keda(value, now)
-                        if done:
-                            self.record(scaled.name, done, f"query {value:g}, replicas {scaled.replicas}")
+                    self._act(scaled, scaled.keda, now)  # KEDA's poll: activation and cooldown
                 if now >= scaled.next_sync and scaled.replicas > 0:
                     scaled.next_sync = now + HPA_SYNC_S
-                    try:
-                        value = self.twin.query(scaled.query)
-                    except TwinError as error:  # the HPA keeps the replicas when the metric fails
-                        self.errors.append(f"{scaled.name}: {error}")
-                    else:
-                        done = scaled.hpa(value, now)
-                        if done:
-                            self.record(scaled.name, done, f"query {value:g}, replicas {scaled.replicas}")
+                    self._act(scaled, scaled.hpa, now)  # the HPA's sync
                 self.reconcile(scaled, now)
+
+    def _act(self, scaled: ScaledNodeSet, step: Callable[[float, float], str | None], now: float) -> None:
+        """`step(value, now)` on the query's value now; a failed query keeps the replicas (KEDA and the HPA log
+        it and wait for the next try)."""
+        try:
+            value = self.twin.query(scaled.query)
+        except TwinError as error:
+            self.errors.append(f"{scaled.name}: {error}")
+            return
+        done = step(value, now)
+        if done:
+            self.record(scaled.name, done, f"query {value:g}, replicas {scaled.replicas}")
 
     def reconcile(self, scaled: ScaledNodeSet, now: float) -> None:
         """Slinky's NodeSet controller with Karpenter under it: pods up to the replicas, condemned ones drained
