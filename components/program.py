@@ -15,9 +15,12 @@ from components.compute.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.compute.karpenter import Karpenter, KarpenterArgs
 from components.compute.nodepools import PartitionNodes, PartitionNodesArgs, PoolNodes
 from components.config.cluster import CONFIG_KEY, CONFIG_NAMESPACE, ClusterConfig
+from components.config.deployed_record import OUTPUT as DEPLOYED_OUTPUT
+from components.config.deployed_record import record as deployed_record
 from components.config.k8s_pools import NodeGroup
 from components.config.mlflow import artifact_buckets
 from components.config.problems import ConfigError
+from components.config.stack_context import StackContext
 from components.config.validation import parse_cluster_config
 from components.findings_render import render_block
 from components.kubernetes.handover import hand_over_to
@@ -48,7 +51,8 @@ def load_config() -> ClusterConfig:
     """Read and validate `slurm-eks:cluster` before any resource exists; a bad config stops here."""
     raw = pulumi.Config(CONFIG_NAMESPACE).get_object(CONFIG_KEY)
     try:
-        config, warnings = parse_cluster_config(raw, f"stack {pulumi.get_stack()}")
+        # Its siblings are unknown here (`pulumi` reads one stack file): the CLI's gates check them before.
+        config, warnings = parse_cluster_config(raw, f"stack {pulumi.get_stack()}", StackContext(pulumi.get_stack()))
     except ConfigError as exc:
         raise pulumi.RunError(exc.render()) from None
     for warning in warnings:
@@ -137,5 +141,6 @@ def build(config: ClusterConfig, stack: str) -> dict[str, pulumi.Input[object]]:
         "oidcProviderArn": cluster.oidc_provider_arn,
         "fsxFileSystemId": storage.file_system_id,
         "kubeconfig": pulumi.Output.secret(cluster.kubeconfig),
+        DEPLOYED_OUTPUT: deployed_record(config, stack),
         **outputs,
     }

@@ -71,6 +71,17 @@ class Waiver:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Setting:
+    """A config property other than a boolean waiver (the advisory waivers of `slurm-patched`): its JSON schema,
+    which `pulumi preview` validates the pack config against, and a parser that raises ValueError on a value the
+    schema cannot refuse, so `slurm-eks policy` refuses it offline too."""
+
+    key: str
+    schema: Mapping[str, Any]
+    parse: Callable[[Any, str], object]  # (value, where) -> parsed; ValueError naming where, the value, the fix
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResourceRule:
     name: str
     description: str
@@ -79,18 +90,24 @@ class ResourceRule:
     check: ResourceCheck
     enforcement: Enforcement = Enforcement.mandatory
     waiver: Waiver | None = None
+    setting: Setting | None = None
+    # With a setting: (type, inputs, settings) -> messages, run instead of `check`.
+    configured_check: Callable[[str, Mapping[str, Any], Settings], list[str]] | None = None
 
     @property
     def config_schema(self) -> dict[str, dict[str, Any]]:
         """JSON schema of each config property (pulumi-policy's PolicyConfigSchema.properties)."""
-        if self.waiver is None:
-            return {}
-        return {self.waiver.key: {"type": "boolean", "default": False, "description": self.waiver.description}}
+        schema = {self.setting.key: dict(self.setting.schema)} if self.setting else {}
+        if self.waiver is not None:
+            schema[self.waiver.key] = {"type": "boolean", "default": False, "description": self.waiver.description}
+        return schema
 
     def evaluate(self, resource: Resource, settings: Settings = NO_SETTINGS) -> list[Finding]:
         if resource.type not in self.types or (self.waiver and self.waiver.excuses(resource, settings)):
             return []
-        return [violation(self, resource.urn, m) for m in self.check(resource.type, resource.inputs)]
+        messages = (self.configured_check(resource.type, resource.inputs, settings) if self.configured_check
+                    else self.check(resource.type, resource.inputs))
+        return [violation(self, resource.urn, m) for m in messages]
 
 
 @dataclass(frozen=True, kw_only=True)

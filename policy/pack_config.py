@@ -120,4 +120,10 @@ def _checked(rule: Rule, properties: dict[str, Any]) -> dict[str, Any]:
         if expected and (not isinstance(value, JSON_TYPES[expected]) or
                          (expected != "boolean" and isinstance(value, bool))):
             raise PackConfigError(f"{rule.name}.{key}: Invalid type. Expected: {expected}, given: {value!r}")
+        setting = getattr(rule, "setting", None)
+        if setting is not None and setting.key == key:
+            try:
+                setting.parse(value, f"{rule.name}.{key}")
+            except ValueError as exc:
+                raise PackConfigError(str(exc)) from None
     return properties

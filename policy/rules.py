@@ -5,12 +5,26 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Any
 
+from components.config import advisory_waivers
 from components.config.slinky_releases import SLINKY_REGISTRY, SLINKY_TAG, pinning_problem
 from components.config.slurm_advisories import advisories_for
 from components.findings import Finding
-from policy.model import NO_SETTINGS, UNKNOWN, Resource, ResourceRule, Settings, Waiver, dig, enabled, items, violation
+from policy.model import (
+    NO_SETTINGS,
+    UNKNOWN,
+    Resource,
+    ResourceRule,
+    Setting,
+    Settings,
+    Waiver,
+    dig,
+    enabled,
+    items,
+    violation,
+)
 from policy.network import INGRESS_TYPES, WORLD, ingress_of
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -211,14 +225,23 @@ def images_pinned(type_: str, inputs: Mapping[str, Any]) -> list[str]:
             if image != UNKNOWN and (problem := pinning_problem(image))]
 
 
-def slurm_patched(type_: str, inputs: Mapping[str, Any]) -> list[str]:
+def slurm_patched(type_: str, inputs: Mapping[str, Any], settings: Settings = NO_SETTINGS,
+                  today: date | None = None) -> list[str]:
     """Slinky's images name their Slurm release in the tag (<patch>-<os>): one a security advisory affects is
-    refused wherever a pod or CR runs it, whatever config or hand-written resource put it there."""
+    refused wherever a pod or CR runs it, whatever config or hand-written resource put it there, unless the stack's
+    pack config waives that advisory until a day not yet past (components/config/advisory_waivers.py)."""
+    try:
+        waivers = advisory_waivers.from_settings(settings)
+    except advisory_waivers.WaiverError as exc:
+        return [f"advisory waiver: {exc}"]
+    day = today or datetime.now(UTC).date()
     found = []
     for path, image in _images(inputs.get("spec"), "spec"):
         m = SLINKY_TAG.match(image.rsplit(":", 1)[-1]) if image.startswith(f"{SLINKY_REGISTRY}/") else None
-        found += [f"{path}: {image} runs Slurm {m['patch']}, affected by {a.summary()}"
-                  for a in (advisories_for(m["patch"]) if m and "@" not in image else ())]
+        advisories = advisories_for(m["patch"]) if m and "@" not in image else []
+        found += [f"{path}: {image} runs Slurm {m['patch']}, affected by {v.advisory.summary()}{v.note()}"
+                  + (f" ({advisory_waivers.RENEW})" if v.expired else "")
+                  for v in advisory_waivers.judge(advisories, waivers, day) if m and not v.waived]
     return found
 
 
@@ -354,6 +377,8 @@ SLURM_PATCHED = ResourceRule(
         "message names, and no slurm.images tag of an affected release",
     types=POD_OWNERS,
     check=slurm_patched,
+    setting=Setting(key=advisory_waivers.PROPERTY, schema=advisory_waivers.SCHEMA, parse=advisory_waivers.parse),
+    configured_check=slurm_patched,
 )
 
 EKS_ADDON_PINNED = ResourceRule(

@@ -111,13 +111,15 @@ def test_accounting_database_is_private_encrypted_and_protected() -> None:
     assert db.inputs["skipFinalSnapshot"] is False and db.inputs["finalSnapshotIdentifier"]
 
 
-def test_persistent_file_system_is_protected_and_scratch_is_not() -> None:
-    """docs/operating.md: "A persistent file system is `protect`ed, so `pulumi destroy` stops with an error
-    instead of deleting your data. ... Dev's scratch file system is not protected." And "All file systems
+def test_every_file_system_is_protected_and_retained_and_a_persistent_one_leaves_a_final_backup() -> None:
+    """docs/operating.md: "The file system is `protect`ed and `retain_on_delete` whatever the stack says (dev's
+    scratch one too) ... A persistent one also takes a final backup when it is deleted". And "All file systems
     ... are encrypted at rest and in transit by FSx" (which SCRATCH_1 does not do in transit)."""
     persistent, scratch = one(shipped_plan("prod"), FSX), one(shipped_plan("dev"), FSX)
-    assert (persistent.inputs["deploymentType"], persistent.protect) == ("PERSISTENT_2", True)
-    assert (scratch.inputs["deploymentType"], scratch.protect) == ("SCRATCH_2", False)
+    assert (persistent.inputs["deploymentType"], persistent.protect, persistent.retain_on_delete) == (
+        "PERSISTENT_2", True, True)
+    assert (scratch.inputs["deploymentType"], scratch.protect, scratch.retain_on_delete) == ("SCRATCH_2", True, True)
+    assert persistent.inputs["skipFinalBackup"] is False and "skipFinalBackup" not in scratch.inputs
 
 
 def test_exactly_the_partition_marked_default_is_default() -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Advisory:
+    id: str  # ours, "schedmd-<year>-<month>" of SchedMD's release: what a waiver may name instead of a CVE
     cves: tuple[str, ...]
     fixed: dict[str, str]  # series -> first patch release with the fix
     sources: tuple[str, ...]
@@ -28,7 +29,7 @@ class Advisory:
 
     def summary(self) -> str:
         fixes = ", ".join(self.fixed[s] for s in sorted(self.fixed, key=_key))
-        return f"{', '.join(self.cves)} (fixed in {fixes}; {self.sources[0]})"
+        return f"{', '.join(self.cves)} (advisory {self.id}; fixed in {fixes}; {self.sources[0]})"
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -41,6 +42,7 @@ ADVISORIES = (
     # aws/aws-parallelcluster#7601 ("All Slurm versions prior to 25.05.9, 25.11.8, and 26.05.4 are impacted");
     # openhpc/ohpc#2670 (25.11.8), #2686 (25.05.9).
     Advisory(
+        id="schedmd-2026-09",
         cves=("CVE-2026-65107", "CVE-2026-65108", "CVE-2026-65109", "CVE-2026-65138", "CVE-2026-65139",
               "CVE-2026-65140", "CVE-2026-65165", "CVE-2026-65168"),
         fixed={"25.05": "25.05.9", "25.11": "25.11.8", "26.05": "26.05.4"},

@@ -10,6 +10,7 @@ import yaml
 
 from components.config.keys import FULL_KEY
 from components.config.problems import ConfigError
+from components.config.stack_context import StackContext
 from components.findings import Finding
 
 if TYPE_CHECKING:
@@ -76,4 +77,5 @@ def load_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[ClusterConfig
     path = stack_file(stack, stacks_dir)
     from components.config.validation import parse_cluster_config  # the models: not needed to find a stack file
 
-    return parse_cluster_config(cluster_value(read_pulumi_config(path), str(path)), str(path))
+    return parse_cluster_config(cluster_value(read_pulumi_config(path), str(path)), str(path),
+                                StackContext(stack, stacks_dir))

@@ -20,13 +20,16 @@ from pydantic import BaseModel, ValidationError
 from components.config.cluster import FULL_KEY, ClusterConfig
 from components.config.problems import ConfigError
 from components.config.rules import run_validators
+from components.config.stack_context import NO_STACK, StackContext
 from components.findings import Finding
 
 _PLAIN_KEY = re.compile(r"[^.\[\]\s\"]+")
 
 
-def parse_cluster_config(raw: Any, source: str = "") -> tuple[ClusterConfig, list[Finding]]:
-    """Validate `raw`; return the config and its warnings, or raise ConfigError naming every error."""
+def parse_cluster_config(raw: Any, source: str = "", stack: StackContext = NO_STACK,
+                         ) -> tuple[ClusterConfig, list[Finding]]:
+    """Validate `raw`; return the config and its warnings, or raise ConfigError naming every error. `stack`: the
+    stack it is, for the rules that read beyond the config (its siblings' storage, its advisory waivers)."""
     if not isinstance(raw, dict):
         raise ConfigError(
             [Finding(rule="config-shape", severity="error", value=raw, message=f"`{FULL_KEY}` must be a mapping of "
@@ -39,8 +42,8 @@ def parse_cluster_config(raw: Any, source: str = "") -> tuple[ClusterConfig, lis
         structural = [_structural_problem(e) for e in exc.errors()]
         # Unknown keys alone leave a readable config: check its rules too, so one typo does not hide the rest.
         readable = _without_unknown_keys(raw, exc.errors())
-        raise ConfigError(structural + (run_validators(readable) if readable else []), source) from None
-    problems = run_validators(config)
+        raise ConfigError(structural + (run_validators(readable, stack) if readable else []), source) from None
+    problems = run_validators(config, stack)
     if any(p.severity == "error" for p in problems):
         raise ConfigError(problems, source)
     return config, problems

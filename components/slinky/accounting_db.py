@@ -8,6 +8,7 @@ database in AWS). Deleting it is a deliberate two-step act: unprotect, then dele
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import pulumi
@@ -28,6 +29,7 @@ USERNAME = "slurm"
 RDS_ENGINE_VERSION = "11.4"  # MariaDB 11.4 LTS
 RDS_PARAMETER_FAMILY = "mariadb11.4"
 BACKUP_RETENTION_DAYS = 7
+APPLY_IMMEDIATELY_ENV = "SLURM_EKS_APPLY_IMMEDIATELY"  # "1": set by `slurm-eks up --apply-immediately`
 # slurmdbd warns below these and can time out on large purges/rollups (Slurm's accounting guide).
 INNODB_SETTINGS = {"innodb_lock_wait_timeout": "900"}
 # Every login to RDS over TLS: OFF by default up to MariaDB 11.4, no reboot needed (RDS User Guide,
@@ -127,6 +129,9 @@ class AccountingDatabase(pulumi.ComponentResource):
             parameter_group_name=parameters.name,
             publicly_accessible=False,
             multi_az=args.config.multi_az,
+            # A class, storage or Multi-AZ change waits for the weekly maintenance window unless `slurm-eks up
+            # --apply-immediately` asks for it now (RDS User Guide, Overview.DBInstance.Modifying.html).
+            apply_immediately=True if os.environ.get(APPLY_IMMEDIATELY_ENV) == "1" else None,
             backup_retention_period=BACKUP_RETENTION_DAYS,
             copy_tags_to_snapshot=True,
             auto_minor_version_upgrade=True,

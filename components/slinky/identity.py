@@ -22,6 +22,16 @@ Declared people ("users" mode) are written by an init container in the pod's own
 files/identity-setup.sh, into an emptyDir that the daemon container mounts over /etc/passwd, /etc/group and
 /etc/shadow: it runs before any daemon starts, and works in the non-root slurmctld and slurmrestd pods, where a
 postStart hook could not write /etc.
+
+People change without restarts: on the login, slurmctld and slurmrestd pods a native sidecar (`identity-sync`,
+an init container with restartPolicy Always: kubernetes.io/docs/concepts/workloads/pods/sidecar-containers, on by
+default since Kubernetes 1.29) runs files/identity-sync.sh, which re-runs the setup when the identity ConfigMap's
+volume changes. The kubelet rewrites a ConfigMap volume in place when the object changes (not a subPath mount:
+kubernetes.io/docs/concepts/configuration/configmap "Mounted ConfigMaps are updated automatically"); the setup
+appends to the same files the daemon container has bound (the same inodes) and rewrites the key files in the
+bound directory, which sshd reads at each login (AuthorizedKeysFile). slurmctld and slurmrestd look people up in
+/etc/passwd per request (getpwnam), so nothing restarts: open ssh sessions and interactive jobs stay. NodeSet pods
+need no one (AuthInfo=use_client_ids) and take the annotation's digest as they are replaced (OnDelete).
 """
 
 from __future__ import annotations
@@ -44,10 +54,13 @@ KEYS_DIR = "/etc/ssh/authorized_keys"
 # sssd-common's helper, which asks sssd's ssh responder for a directory user's keys (sss_ssh_authorizedkeys(1)).
 SSS_AUTHORIZED_KEYS = "/usr/bin/sss_ssh_authorizedkeys"
 SETUP_SCRIPT = Path(__file__).resolve().parent / "files" / "identity-setup.sh"
+SYNC_SCRIPT = Path(__file__).resolve().parent / "files" / "identity-sync.sh"
+SYNC_CONTAINER = "identity-sync"
+SYNC_SECONDS = 10  # how often the sidecar compares the ConfigMap's files; the kubelet's own sync is about a minute
 SOURCE_DIR = "/etc/slurm-eks/identity"  # the identity ConfigMap, in the init container
 ROOT_DIR = "/identity"  # the emptyDir, in the init container
-# The ConfigMap's digest on each pod template: a changed list of people rolls the login, slurmctld and slurmrestd
-# pods (their files are written once, at start); NodeSets' pods take it as they are replaced (OnDelete).
+# The ConfigMap's digest on the NodeSets' pod template: their pods take it as they are replaced (OnDelete). The
+# login, slurmctld and slurmrestd pods carry none: their sidecar applies a change without a restart.
 ANNOTATION = "slurm-eks.io/identity"
 
 # Users and groups SSSD never answers for (Slinky's chart default): root and Slurm's own user stay local.
@@ -137,7 +150,7 @@ def account_files(identity: Identity) -> dict[str, str]:
              for name, gid in sorted(identity.groups.items())]
     shadow = [f"{name}:*:::::::" for name, _ in users]
     files = {"passwd": _lines(passwd), "group": _lines(group), "shadow": _lines(shadow),
-             "setup.sh": SETUP_SCRIPT.read_text()}
+             "setup.sh": SETUP_SCRIPT.read_text(), "sync.sh": SYNC_SCRIPT.read_text()}
     files |= {f"{name}.keys": _lines(key.strip() for key in p.ssh_keys) for name, p in users if p.ssh_keys}
     return files
 
@@ -193,5 +206,10 @@ def pod_identity(identity: Identity, kind: PodKind, image: str, config_map: str,
             *([{"name": SHARED_VOLUME_NAME, "mountPath": f"{ROOT_DIR}{SHARED_MOUNT}"}] if kind == "login" else [])],
         "resources": setup_resources,
     }
-    files_text = "".join(f"{name}\0{text}\0" for name, text in sorted(account_files(identity).items()))
-    return PodIdentity(volumes, [init], mounts, {ANNOTATION: hashlib.sha256(files_text.encode()).hexdigest()[:16]})
+    if kind == "compute":
+        files_text = "".join(f"{name}\0{text}\0" for name, text in sorted(account_files(identity).items()))
+        return PodIdentity(volumes, [init], mounts, {ANNOTATION: hashlib.sha256(files_text.encode()).hexdigest()[:16]})
+    sync = {**init, "name": SYNC_CONTAINER, "restartPolicy": "Always",
+            "command": ["/bin/sh", f"{SOURCE_DIR}/sync.sh"],
+            "env": [*init["env"], {"name": "IDENTITY_SYNC_SECONDS", "value": str(SYNC_SECONDS)}]}
+    return PodIdentity(volumes, [init, sync], mounts, {})

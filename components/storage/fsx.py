@@ -1,8 +1,8 @@
 """The shared file system: FSx for Lustre in the EFA zone, linked to S3, mounted by every Slurm pod at /shared.
 
 Kubernetes sees it as one static PersistentVolume (the FSx CSI driver mounts it) bound to one RWX claim in
-the Slurm namespace. A persistent file system is `protect`ed: `pulumi destroy` refuses to delete it until
-someone unprotects it on purpose (docs/operating.md, "Shared file system").
+the Slurm namespace. The file system is `protect`ed and retained whatever the config says: `pulumi destroy` and
+any config change leave it until someone unprotects it on purpose (docs/operating.md, "Shared file system").
 """
 
 from __future__ import annotations
@@ -163,9 +163,17 @@ class SharedStorage(pulumi.ComponentResource):
             automatic_backup_retention_days=fsx.automatic_backup_retention_days if persistent else None,
             daily_automatic_backup_start_time=fsx.backup_start_time if persistent else None,
             copy_tags_to_backups=True if persistent else None,
+            # A deleted persistent file system leaves a final backup: the provider's default skips it
+            # (pulumi-aws 7.51.1 fsx/lustre_file_system.py skip_final_backup "Defaults to `true`"; FSx always skips
+            # one for scratch file systems, so it is left unset there).
+            skip_final_backup=False if persistent else None,
+            final_backup_tags={"slurm-eks:final-backup": args.cluster.name} if persistent else None,
             tags={"Name": f"{args.cluster.name}-shared"},
-            # Persistent data outlives any `pulumi destroy`; scratch (dev) is disposable and must not block it.
-            opts=pulumi.ResourceOptions(parent=self, protect=persistent))
+            # /shared holds every home: protected and retained whatever the config says, so no config change (a
+            # deploymentType edit, a new subnet) can delete it in one `pulumi up` (Pulumi replaces a resource
+            # whose protect flag the same update clears: pulumi/pulumi pkg/resource/deploy/step_generator.go).
+            # `slurm-eks up` refuses such a change before (components/config/update_policy.py).
+            opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True))
 
     def _csi_driver(self, name: str, args: SharedStorageArgs) -> k8s.helm.v3.Release:
         """The FSx CSI driver from its chart rather than the EKS add-on: its values (which nodes, which

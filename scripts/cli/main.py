@@ -228,19 +228,31 @@ def diff(
         raise typer.Exit(CONFIG_ERROR_EXIT)
     if across_stacks:
         before, after = across(before), across(after)
+    from scripts.change.change_gate import plan_config_changes
+    from scripts.change.render import changes_json
+    from scripts.change.render import render_markdown as render_changes_markdown
+    from scripts.change.render import render_text as render_changes_text
+    from scripts.change.replacements import offline_replacements
+
     result = diff_plans(before, after)
+    replaced = offline_replacements(result)
+    configs = None if across_stacks else plan_config_changes(before, after)
     if format is DiffFormat.json:
-        report = diff_json(result)
+        report = diff_json(result, replaced)
         cost = None if result.empty else plan_cost_change_json(before, after, PriceTable.load())
         if cost is not None:
             report["cost"] = cost
+        if configs is not None:
+            report["config"] = changes_json(configs, str(old))
         typer.echo(json.dumps(report, indent=2, default=str))
         if exit_code and not result.empty:
             raise typer.Exit(1)
         return
-    text = render_markdown(result, title) if format is DiffFormat.markdown else render_text(result)
-    text += plan_cost_change(before, after, PriceTable.load(), markdown=format is DiffFormat.markdown,
-                             diff_empty=result.empty)
+    markdown = format is DiffFormat.markdown
+    text = render_markdown(result, title, replaced) if markdown else render_text(result, replaced)
+    if configs:  # two plans with records, and the configs differ
+        text += (render_changes_markdown if markdown else render_changes_text)(configs, f"the stack config of {old}")
+    text += plan_cost_change(before, after, PriceTable.load(), markdown=markdown, diff_empty=result.empty)
     typer.echo(text, nl=False)
     if exit_code and not result.empty:
         raise typer.Exit(1)

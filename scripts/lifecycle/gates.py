@@ -43,6 +43,7 @@ class GateRun:
     gates: list[Gate]
     plan: Plan | None
     policy_config: Path | None = None  # the pack's config file for the stack, handed to Pulumi too
+    config: ClusterConfig | None = None
 
     @property
     def passed(self) -> bool:
@@ -85,7 +86,7 @@ def run_gates(stack: str, stacks_dir: Path, policy_config: Path | None = None, p
     if preflight:
         say("preflight (the AWS account, read-only)")
         gates.append(_preflight(config, profile))
-    return GateRun(gates, plan, pack.source)
+    return GateRun(gates, plan, pack.source, config)
 
 
 def protected(plan: Plan) -> list[str]:

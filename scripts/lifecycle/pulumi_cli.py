@@ -34,10 +34,32 @@ def command(action: str, stack: str, policy_config: Path | None = None, yes: boo
     return [a for a in argv if a]
 
 
-def run(argv: list[str]) -> int:
-    """Run the pulumi command in the foreground (its own output and prompts); its exit status."""
+def run(argv: list[str], env: dict[str, str] | None = None) -> int:
+    """Run the pulumi command in the foreground (its own output and prompts), with `env` added to ours; its exit
+    status."""
     binary = shutil.which(argv[0])
     if binary is None:
         raise PulumiMissing("the `pulumi` CLI is not on PATH: install it (https://www.pulumi.com/docs/install/), "
                             "log in to your state backend (`pulumi login`), then run again")
-    return subprocess.run([binary, *argv[1:]], env=os.environ.copy(), check=False).returncode
+    return subprocess.run([binary, *argv[1:]], env={**os.environ, **(env or {})}, check=False).returncode
+
+
+def capture(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run a pulumi command for its output: exit status, stdout, stderr."""
+    binary = shutil.which(argv[0])
+    if binary is None:
+        raise PulumiMissing("the `pulumi` CLI is not on PATH: install it (https://www.pulumi.com/docs/install/), "
+                            "log in to your state backend (`pulumi login`), then run again")
+    done = subprocess.run([binary, *argv[1:]], env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                          check=False)
+    return done.returncode, done.stdout, done.stderr
+
+
+def stack_output_command(stack: str, name: str) -> list[str]:
+    """`pulumi stack output NAME --json` (pulumi.com/docs/iac/cli/commands/pulumi_stack_output)."""
+    return ["pulumi", "stack", "output", name, "--json", "--stack", stack, "--cwd", str(PROJECT_ROOT)]
+
+
+def preview_json_command(stack: str, policy_config: Path | None = None) -> list[str]:
+    """`pulumi preview --json` with the policy pack: the steps Pulumi would take, as one JSON document."""
+    return [*command("preview", stack, policy_config), "--json"]

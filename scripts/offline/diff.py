@@ -53,14 +53,17 @@ def across_stacks(plan: Plan) -> Plan:
     return Plan.from_json(text)
 
 
-def diff_json(d: PlanDiff) -> dict[str, Any]:
-    """`diff --format json` (docs/cli-json.md): each resource as urn, type and name; a change with its properties."""
+def diff_json(d: PlanDiff, replaced: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """`diff --format json` (docs/cli-json.md): each resource as urn, type and name; a change with its properties,
+    and `replace` with the inputs that make Pulumi replace it (empty: an update)."""
     def resource(r: PlannedResource) -> dict[str, Any]:
         return {"urn": r.urn, "type": r.type, "name": r.name}
 
+    marks = replaced or {}
     return {"format": 1, "empty": d.empty,
             "added": [resource(r) for r in d.added], "removed": [resource(r) for r in d.removed],
-            "changed": [{**resource(r), "properties": [{"path": c.path, "old": c.old, "new": c.new} for c in changes]}
+            "changed": [{**resource(r), "replace": marks.get(r.urn, []),
+                         "properties": [{"path": c.path, "old": c.old, "new": c.new} for c in changes]}
                         for r, changes in d.changed]}
 
 
@@ -99,27 +102,38 @@ def _value(v: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def render_text(d: PlanDiff) -> str:
+def _sign(r: PlannedResource, replaced: dict[str, list[str]]) -> str:
+    """`~` an update; `+-` a replacement (Pulumi's sign), with the inputs that force it."""
+    return f"+- {_short(r)} (replace: {', '.join(replaced[r.urn])})" if r.urn in replaced else f"~ {_short(r)}"
+
+
+def render_text(d: PlanDiff, replaced: dict[str, list[str]] | None = None) -> str:
     if d.empty:
         return "No changes.\n"
-    lines = [f"{len(d.added)} to add, {len(d.changed)} to change, {len(d.removed)} to remove"]
+    marks = replaced or {}
+    replacing = f" ({len(marks)} by replacement)" if marks else ""
+    lines = [f"{len(d.added)} to add, {len(d.changed)} to change{replacing}, {len(d.removed)} to remove"]
     lines += [f"+ {_short(r)}" for r in d.added]
     lines += [f"- {_short(r)}" for r in d.removed]
     for r, changes in d.changed:
-        lines.append(f"~ {_short(r)}")
+        lines.append(_sign(r, marks))
         lines += [f"    {c.path}: {_value(c.old)} -> {_value(c.new)}" for c in changes]
     return "\n".join(lines) + "\n"
 
 
-def render_markdown(d: PlanDiff, title: str = "Offline plan diff") -> str:
+def render_markdown(d: PlanDiff, title: str = "Offline plan diff", replaced: dict[str, list[str]] | None = None
+                    ) -> str:
     if d.empty:
         return f"### {title}\n\nNo changes.\n"
+    marks = replaced or {}
     lines = [f"### {title}", "",
-             f"**{len(d.added)}** to add, **{len(d.changed)}** to change, **{len(d.removed)}** to remove", "",
+             f"**{len(d.added)}** to add, **{len(d.changed)}** to change"
+             + (f" (**{len(marks)}** by replacement)" if marks else "") + f", **{len(d.removed)}** to remove", "",
              "| | type | name |", "| --- | --- | --- |"]
     lines += [f"| + | `{_cell(r.type)}` | `{_cell(r.name)}` |" for r in d.added]
     lines += [f"| - | `{_cell(r.type)}` | `{_cell(r.name)}` |" for r in d.removed]
-    lines += [f"| ~ | `{_cell(r.type)}` | `{_cell(r.name)}` |" for r, _ in d.changed]
+    lines += [f"| +- | `{_cell(r.type)}` | `{_cell(r.name)}` (replace: {_cell(', '.join(marks[r.urn]))}) |"
+              if r.urn in marks else f"| ~ | `{_cell(r.type)}` | `{_cell(r.name)}` |" for r, _ in d.changed]
     for r, changes in d.changed:
         summary = html.escape(f"{r.type} {r.name}")
         count = f"{len(changes)} propert{'y' if len(changes) == 1 else 'ies'}"

@@ -27,6 +27,7 @@ from pulumi.runtime.sync_await import _sync_await
 from components.addons.k8s_operators import upstream_problems
 from components.config.cluster import CONFIG_NAMESPACE
 from components.config.problems import ConfigError
+from components.config.stack_context import StackContext
 from components.config.stackfile import PROJECT_ROOT, STACKS_DIR, cluster_value, read_pulumi_config, stack_file
 from components.config.validation import parse_cluster_config
 from components.findings import Finding
@@ -47,7 +48,8 @@ def run_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[Plan, list[Find
     warnings."""
     path = stack_file(stack, stacks_dir)
     pulumi_config = read_pulumi_config(path)
-    config, warnings = parse_cluster_config(cluster_value(pulumi_config, str(path)), str(path))
+    config, warnings = parse_cluster_config(cluster_value(pulumi_config, str(path)), str(path),
+                                            StackContext(stack, stacks_dir))
     missing = upstream_problems(config)  # the plan reads upstream files from their cache only, never the network
     if missing:
         raise ConfigError(missing, str(path))

@@ -29,6 +29,7 @@ from typing import Any
 from components import catalog
 from components.config.checkpoint_store import JOB_ENV_CONFIG_MAP, STORE_KEY, job_env_value
 from components.kubernetes.label_selectors import selects
+from components.slinky.identity import SYNC_CONTAINER
 from components.slinky.slurm_conf import JOB_PRIVATE_DIRS
 from scripts.checks import pod_flows
 from scripts.offline.plan_model import Plan
@@ -69,6 +70,8 @@ TWIN_SLURM_CONF: dict[str, tuple[str, str]] = {
                          "machine does not have (slurm.conf(5) SlurmdParameters=config_overrides)"),
 }
 # cgroup.conf: no cgroup plugin is used (above); Slurm 25.11 still loads cgroup/v2 when cgroup.conf names it.
+# The plan's own sidecars, which the twin runs (the operator's are listed in differences.py).
+TWIN_SIDECARS = frozenset({SYNC_CONTAINER})
 TWIN_CGROUP_CONF = {"CgroupPlugin": ("disabled", "no cgroup plugin is used in the twin (see TWIN_SLURM_CONF)")}
 # The in-cluster MariaDB's pod labels: mariadb-operator 26.6.0 pkg/builder/labels/labels.go
 # WithMariaDBSelectorLabels (app.kubernetes.io/name, app.kubernetes.io/instance).
@@ -342,8 +345,8 @@ class Twin:
         standin_mounts, devices, trees = self._standins(pod, node)
         first = pod.containers[0].name
         extra[first] = [*extra.get(first, ()), *standin_mounts]
-        # Restartable init containers are sidecars; the operator's only one (`logfile`) turns the daemon's log
-        # file into a FIFO it prints: the twin reads the log file itself instead.
+        # Restartable init containers are sidecars. The operator's (`logfile`, which turns the daemon's log file
+        # into a FIFO it prints; `reconfigure`) are not run: the twin reads the log file itself and reconfigures.
         account_name = pod.spec.get("serviceAccountName") or pod.spec.get("serviceAccount")
         role = ((self.objects.get("ServiceAccount", {}).get(account_name) or {}).get("metadata", {})
                 .get("annotations", {}).get(IRSA_ROLE_ANNOTATION)) if account_name else None
@@ -371,6 +374,10 @@ class Twin:
         inits = [self._container(pod, c, volumes, builder, extra.get(c.name, ()))
                  for c in pod.init_containers if c.restart_policy != "Always" and c.name not in skip_init]
         mains = [self._container(pod, c, volumes, builder, extra.get(c.name, ())) for c in pod.containers]
+        # The plan's own sidecar (identity-sync) runs beside the daemon, as the kubelet runs a restartable init
+        # container once the init containers before it are done.
+        mains += [self._container(pod, c, volumes, builder, extra.get(c.name, ()))
+                  for c in pod.init_containers if c.restart_policy == "Always" and c.name in TWIN_SIDECARS]
         spec = PodRuntimeSpec(pod.name, pod.hostname or pod.name, self._image_layers(pod, builder), mains, inits,
                               list(devices), list(trees), restart_policy)
         link = self.network.links[pod.name]
@@ -381,6 +388,22 @@ class Twin:
         twin_pod = TwinPod(pod.name, pod.namespace, pod.labels, kind, running)
         self.pods[pod.name] = twin_pod
         return twin_pod
+
+    def update_config_map(self, name: str, data: Mapping[str, str]) -> list[str]:
+        """A ConfigMap changed by `pulumi up`, and the kubelet's update of every running pod's volume of it: the
+        files rewritten in place, each by a rename (pkg/volume/util/atomic_writer.go swaps the whole volume by one
+        symlink, `..data`; a subPath mount is never updated). Returns the pods updated."""
+        with self.lock:
+            self.objects["ConfigMap"][name] = {**self.objects["ConfigMap"][name], "data": dict(data)}
+            updated = []
+            for pod_name, (_kind, pod) in self.plans.items():
+                if pod_name not in self.pods or self.pods[pod_name].running is None:
+                    continue
+                directory = self.state / "pods" / pod_name / "volumes"
+                volumes = Volumes(directory, self.config_maps(), self.secrets, self._claim)
+                if volumes.refresh(pod, name):
+                    updated.append(pod_name)
+            return updated
 
     def _claim(self, name: str) -> Path:
         """A PersistentVolumeClaim's directory: one per claim, shared by every pod mounting it."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from components.config.slinky_releases import SERIES
+from scripts import doc_blocks
 from scripts.twin.cluster import TWIN_CGROUP_CONF, TWIN_SLURM_CONF
 from scripts.twin.errors import TwinError
 from scripts.twin.standin_table import TABLE
@@ -39,6 +40,9 @@ DEPARTURES: tuple[tuple[str, str], ...] = (
     ("entrypoint", "after Dockerfile.pyxis's `mount -t proc` the twin's slurmd-pyxis entrypoint binds the NVIDIA "
                    "driver's stand-in files back over /proc/driver, where the host's driver shows them on EKS"),
     ("logfile sidecar", "the operator's `logfile` sidecar is not run: the twin reads the daemons' log files"),
+    ("ConfigMap updates", "a ConfigMap the test changes (Twin.update_config_map) reaches its pods' volumes at once, "
+                          "file by file; the kubelet swaps the whole volume by one symlink within its sync period "
+                          "(about a minute), which the identity sidecar's 10 s look absorbs either way"),
     ("Kubernetes API", "none: controllers' API calls fail, as in an outage"),
     ("DNS", "none: names are in each pod's /etc/hosts"),
     ("identity", "no sssd or LDAP: the identity init container's files"),
@@ -66,10 +70,10 @@ def render() -> str:
 
 def rewritten(text: str) -> str:
     """`text` (docs/architecture.md) with the block between the markers replaced by render()."""
-    head, found, rest = text.partition(START)
-    if not found or END not in rest:
-        raise TwinError(f"{DOC}: no {START} ... {END} block to write the twin's differences into")
-    return f"{head}{START}\n{render()}\n{END}{rest.split(END, 1)[1]}"
+    try:
+        return doc_blocks.rewritten(text, START, END, render(), DOC)
+    except doc_blocks.StaleBlockError as exc:
+        raise TwinError(str(exc)) from None
 
 
 def main() -> None:

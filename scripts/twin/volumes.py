@@ -147,6 +147,30 @@ class Volumes:
                 os.chown(directory, 0, owner[1])
             self.paths[volume.name] = directory
 
+    def refresh(self, pod: PodPlan, config_map: str) -> bool:
+        """Rewrite the files of `pod`'s volumes of ConfigMap `config_map` from its current data, each file by a
+        rename into place (a running container sees the new file at once); whether the pod has such a volume."""
+        fs_group = pod.security_context.get("fsGroup")
+        owner = (0, int(fs_group)) if fs_group is not None else None
+        found = False
+        for volume in pod.volumes:
+            source = volume.source[volume.kind] or {}
+            if volume.kind != "configMap" or source.get("name") != config_map:
+                continue
+            found = True
+            directory = self.root / volume.name
+            staging = self.root / f".{volume.name}.new"
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir(parents=True)
+            self._files(staging, source, "configMap", source.get("defaultMode", DEFAULT_MODE), owner)
+            for new in staging.rglob("*"):
+                if new.is_file():
+                    target = directory / new.relative_to(staging)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(new, target)
+            shutil.rmtree(staging, ignore_errors=True)
+        return found
+
     def mounts(self, volume_mounts: tuple[VolumeMount, ...]) -> list[Mount]:
         out = []
         for m in volume_mounts:

@@ -21,7 +21,7 @@ from scripts.advise.hardware import PEAK_BF16_FLOPS, Partition, partition_hardwa
 from scripts.advise.memory import GIB, HOST_RUNTIME_GIB, Layout, host_memory_gib, memory
 from scripts.advise.models import AdviseError, custom_model, preset_model, requested_model
 from scripts.cli.main import app
-from tests.config.helpers import raw_config
+from tests.config.helpers import own_storage, raw_config
 
 # A TorchNeuron training image of the team's own registry (no public tag is pinned: jobs/render.py says why).
 TORCHNEURON_IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/torchneuron-training:2.14"
@@ -33,6 +33,7 @@ def _write_stack(directory: Path, name: str, partitions: dict[str, dict[str, Any
     for partition, keys in partitions.items():
         raw["partitions"][partition] = {**raw["partitions"].get(partition, {}), **keys}
     directory.mkdir(parents=True, exist_ok=True)
+    raw = own_storage(raw, "prod", name)  # several of these share a directory
     (directory / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
     return directory
 

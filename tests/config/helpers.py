@@ -11,12 +11,23 @@ import yaml
 from components.config.cluster import FULL_KEY
 from components.config.problems import ConfigError
 from components.config.stackfile import stack_file
+from components.config.storage_prefixes import S3, moved
 from components.config.validation import parse_cluster_config
 from components.findings import Finding
 
 
 def raw_config(stack: str) -> dict[str, Any]:
     return copy.deepcopy(yaml.safe_load(stack_file(stack).read_text())["config"][FULL_KEY])
+
+
+def own_storage(raw: Any, source: str, name: str) -> Any:
+    """`raw` (a config of stack `source`) with every S3 location moved to a prefix of stack `name`'s own, as
+    `slurm-eks init --from` does: stacks written beside each other must not share one (storage-prefixes-shared)."""
+    if isinstance(raw, dict):
+        return {k: own_storage(v, source, name) for k, v in raw.items()}
+    if isinstance(raw, list):
+        return [own_storage(v, source, name) for v in raw]
+    return moved(raw, source, name) if isinstance(raw, str) and raw.startswith(S3) else raw
 
 
 def problems_of_rule(raw: dict[str, Any], rule: str) -> list[Finding]:

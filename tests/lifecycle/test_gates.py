@@ -38,6 +38,12 @@ def calls(record: Path) -> list[list[str]]:
     return [json.loads(line)["argv"] for line in record.read_text().splitlines()] if record.exists() else []
 
 
+def handed_over(record: Path) -> list[list[str]]:
+    """The calls that preview or deploy (reading the deployed record, `stack output`, comes first and changes
+    nothing)."""
+    return [argv for argv in calls(record) if argv[0] in ("preview", "up", "destroy")]
+
+
 def invoke(*args: str) -> Result:
     return CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "NO_COLOR": "1"})
 
@@ -49,22 +55,27 @@ def test_a_stack_that_passes_every_gate_is_handed_to_pulumi_with_the_policy_pack
     assert result.exit_code == 0, result.output
     for gate in ("validate: passed", "deploy check: passed", "policy pack: passed", "preflight: passed"):
         assert gate in result.output
-    assert calls(pulumi) == [["up", "--stack", "prod", "--cwd", str(REPO), "--non-interactive", "--policy-pack",
-                              str(REPO / "policy"), "--policy-pack-config", str(REPO / "policy/config/prod.json"),
-                              "--yes"]]
+    pack = ["--policy-pack", str(REPO / "policy"), "--policy-pack-config", str(REPO / "policy/config/prod.json")]
+    assert calls(pulumi) == [
+        ["stack", "output", "deployedConfig", "--json", "--stack", "prod", "--cwd", str(REPO)],  # the record
+        ["preview", "--stack", "prod", "--cwd", str(REPO), *pack, "--json"],  # replacements, before
+        ["up", "--stack", "prod", "--cwd", str(REPO), "--non-interactive", *pack, "--yes"]]
+    assert "no deployed record" in result.output
+    given = json.loads(pulumi.read_text().splitlines()[-1])["env"]
+    assert len(given["SLURM_EKS_PLAN_DIGEST"]) == 64 and "SLURM_EKS_APPLY_IMMEDIATELY" not in given
 
 
 def test_pulumis_exit_status_is_the_commands(pulumi: Path, prod_account: dict,  # noqa: F811
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PULUMI_STANDIN_EXIT", "255")
     assert invoke("preview", "--stack", "prod").exit_code == 255
-    assert calls(pulumi)[0][:3] == ["preview", "--stack", "prod"] and "--yes" not in calls(pulumi)[0]
+    assert calls(pulumi)[1][:3] == ["preview", "--stack", "prod"] and "--yes" not in calls(pulumi)[1]
 
 
 def test_a_failing_preflight_refuses(pulumi: Path, prod_account: dict) -> None:  # noqa: F811
     prod_account["L-417A185B"] = 0  # no P-instance vCPUs in the account
     result = invoke("up", "--stack", "prod")
-    assert result.exit_code == 1 and calls(pulumi) == []
+    assert result.exit_code == 1 and handed_over(pulumi) == []
     assert "preflight: 1 error(s)" in result.output and "not handed to Pulumi" in result.output
 
 
@@ -76,7 +87,7 @@ def test_no_credentials_means_no_preflight_and_no_deployment(pulumi: Path, aws: 
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     result = invoke("up", "--stack", "dev")
-    assert result.exit_code == 1 and calls(pulumi) == []
+    assert result.exit_code == 1 and handed_over(pulumi) == []
     assert "preflight: not run (cannot use AWS credentials" in result.output
 
 
@@ -85,7 +96,7 @@ def test_a_config_error_refuses_before_planning(pulumi: Path, tmp_path: Path) ->
     raw["partitions"]["gpu-h100"]["maxNodes"] = -1
     (tmp_path / "Pulumi.bad.yaml").write_text(yaml.safe_dump({"config": {"slurm-eks:cluster": raw}}))
     result = invoke("up", "--stack", "bad", "--stacks-dir", str(tmp_path))
-    assert result.exit_code == 1 and calls(pulumi) == []
+    assert result.exit_code == 1 and handed_over(pulumi) == []
     assert "partitions.gpu-h100.maxNodes" in result.output and "validate: 1 error(s)" in result.output
     assert "gate: plan" not in result.output  # nothing planned on a config that must not deploy
 
@@ -99,7 +110,7 @@ def test_an_error_of_the_deploy_check_or_the_policy_pack_refuses(
     module = deploy if gate == "deploy check" else policy_check
     monkeypatch.setattr(module, "check_plan", lambda *args: [error])
     result = invoke("up", "--stack", "prod", "--yes")
-    assert result.exit_code == 1 and calls(pulumi) == []
+    assert result.exit_code == 1 and handed_over(pulumi) == []
     assert f"{gate}: 1 error(s)" in result.output
 
 

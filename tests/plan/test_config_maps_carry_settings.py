@@ -1,7 +1,8 @@
 """The plan's ConfigMaps carry settings, not our agents' code: the agents run from their image (slurm/agent/). The
 scripts left are the ones Slinky's own images run, handed over the only way Slinky's API takes them: node-check.sh
 as the slurmd pods' HealthCheckProgram and the Controller's Prolog/Epilog (prologScriptRefs/epilogScriptRefs), and
-the identity init container's setup.sh (components/slinky/identity.py)."""
+the identity init container's setup.sh and its sidecar's sync.sh, which run in the Slurm pods' own images
+(components/slinky/identity.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import pytest
 
 from tests.plan.fixtures import shipped_plan
 
-SLINKY_SCRIPTS = {("slurm-identity", "setup.sh"), ("slurm-eks-node-check", "node-check.sh"),
-                  ("slurm-eks-prolog", "prolog-slurm-eks.sh"), ("slurm-eks-epilog", "epilog-slurm-eks.sh")}
+SLINKY_SCRIPTS = {("slurm-identity", "setup.sh"), ("slurm-identity", "sync.sh"),
+                  ("slurm-eks-node-check", "node-check.sh"), ("slurm-eks-prolog", "prolog-slurm-eks.sh"),
+                  ("slurm-eks-epilog", "epilog-slurm-eks.sh")}
 PYTHON = re.compile(r"^(from \S+ import |import \S+$|def \w+\(|class \w+[(:])", re.M)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from components.slinky import identity
 from components.slinky.specs import IDENTITY_CONFIG_MAP, SSSD, loginset_spec
 from tests.conftest import require_tool, unavailable
 from tests.plan.fixtures import shipped_plan
-from tests.slinky.helpers import config_of, objects, variant
+from tests.slinky.helpers import config_of, objects, plan_of, variant
 
 # What Slinky's images start with (SlinkyProject/containers 05efda08 schedmd/slurm/25.11/ubuntu24.04/
 # Dockerfile: the base image's system users, SlurmUser `slurm` as UID/GID 401, no /home users).
@@ -84,10 +85,12 @@ def test_the_configmap_holds_each_person_as_passwd_group_and_shadow_lines(people
     assert files["shadow"].splitlines() == ["alice:*:::::::", "bob:*:::::::", "carol:*:::::::"]
     assert files["alice.keys"] == f"{people.users['alice'].ssh_keys[0]}\n"
     assert files["setup.sh"] == identity.SETUP_SCRIPT.read_text()
+    assert files["sync.sh"] == identity.SYNC_SCRIPT.read_text()
 
 
 def test_the_script_is_posix_sh_that_shellcheck_accepts() -> None:
-    result = subprocess.run([require_tool("shellcheck"), "--shell=sh", "--severity=style", str(identity.SETUP_SCRIPT)],
+    result = subprocess.run([require_tool("shellcheck"), "--shell=sh", "--severity=style", str(identity.SETUP_SCRIPT),
+                             str(identity.SYNC_SCRIPT)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
 
@@ -182,7 +185,7 @@ def test_every_slurm_pod_of_a_stack_with_people_runs_the_setup_first() -> None:
     for kind, (container, files) in expected.items():
         for doc in objects(plan, kind).values():
             spec = doc["spec"]
-            (init,) = spec["template"]["spec"]["initContainers"]
+            init, *sidecar = spec["template"]["spec"]["initContainers"]
             assert init["command"] == ["/bin/sh", f"{identity.SOURCE_DIR}/setup.sh"]
             assert init["image"] == spec[container]["image"], "the init container must copy its daemon image's files"
             env = {e["name"]: e["value"] for e in init["env"]}
@@ -190,7 +193,15 @@ def test_every_slurm_pod_of_a_stack_with_people_runs_the_setup_first() -> None:
             mounted = {m["mountPath"]: m for m in spec[container]["volumeMounts"] if m["name"] == "identity-files"}
             assert sorted(mounted) == sorted(f"/etc/{f}" for f in files)
             assert all(m["readOnly"] and m["subPath"] == f"etc/{p.removeprefix('/etc/')}" for p, m in mounted.items())
-            assert identity.ANNOTATION in spec["template"]["metadata"]["annotations"]
+            if kind == "NodeSet":  # its pods take people as they are replaced (OnDelete)
+                assert sidecar == [] and identity.ANNOTATION in spec["template"]["metadata"]["annotations"]
+                continue
+            # The others take them running: the sidecar re-runs the setup, and no digest rolls them.
+            assert identity.ANNOTATION not in spec["template"].get("metadata", {}).get("annotations", {})
+            (sync,) = sidecar
+            assert sync["name"] == identity.SYNC_CONTAINER and sync["restartPolicy"] == "Always"
+            assert sync["command"] == ["/bin/sh", f"{identity.SOURCE_DIR}/sync.sh"]
+            assert sync["volumeMounts"] == init["volumeMounts"] and sync["image"] == init["image"]
 
 
 def test_a_stack_without_people_adds_no_setup() -> None:
@@ -249,3 +260,59 @@ def test_each_person_gets_private_log_and_checkpoint_directories(pod: dict[str, 
         for name, person in people.users.items():
             own = (pod["root"] / "shared" / parent / name).stat()
             assert (stat.S_IMODE(own.st_mode), own.st_uid) == (0o700, person.uid), (parent, name)
+
+
+def test_a_new_person_changes_the_identity_configmap_and_no_pod_that_would_roll(tmp_path: Path) -> None:
+    """`pulumi up` of a new person patches the ConfigMap; the LoginSet, Controller and RestApi stay as they are, so
+    neither the operator nor the kubelet replaces their pods (the twin shows the session surviving:
+    tests/twin/test_journey_day_two.py)."""
+    def add(raw: dict[str, Any]) -> None:
+        users = raw["slurm"]["identity"]["users"]
+        first = next(iter(users))
+        users["newcomer"] = {"uid": 29777, "groups": users[first]["groups"], "sshKeys": []}
+    (tmp_path / "before").mkdir()
+    (tmp_path / "after").mkdir()
+    before = plan_of(variant("dev", lambda _: None), tmp_path / "before", "dev")
+    after = plan_of(variant("dev", add), tmp_path / "after", "dev")
+    for kind in ("LoginSet", "Controller", "RestApi"):
+        assert objects(before, kind) == objects(after, kind), kind
+    assert objects(before, "ConfigMap")[IDENTITY_CONFIG_MAP] != objects(after, "ConfigMap")[IDENTITY_CONFIG_MAP]
+
+
+def sync(pod: dict[str, Path]) -> subprocess.Popen[str]:
+    env = {"PATH": os.environ["PATH"], "IDENTITY_SOURCE": str(pod["source"]), "IDENTITY_ROOT": str(pod["root"]),
+           "IDENTITY_LOGIN": "1", "IDENTITY_SYNC_SECONDS": "0.2"}
+    return subprocess.Popen(["sh", str(pod["source"] / "sync.sh")], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def eventually(check: Any, timeout_s: float = 20) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_the_sidecar_applies_a_changed_configmap_to_the_same_files(pod: dict[str, Path], people: Identity) -> None:
+    """A person added and a person's keys removed reach the running pod: passwd grows in place (the inode the daemon
+    container has bound stays), the new person's key file appears and the removed one's goes."""
+    process = sync(pod)
+    try:
+        passwd = pod["root"] / "etc" / "passwd"
+        keys = pod["root"] / "etc" / "ssh" / "authorized_keys"
+        assert eventually(lambda: keys.is_dir() and any(keys.iterdir())), "the sidecar's first run made no keys"
+        inode = passwd.stat().st_ino
+        gone = sorted(p.name for p in keys.iterdir())[0]
+        (pod["source"] / f"{gone}.keys").unlink()
+        group = next(iter(people.groups.values()))
+        with open(pod["source"] / "passwd", "a") as source:
+            source.write(f"newcomer:x:29777:{group}::/shared/home/newcomer:/bin/bash\n")
+        (pod["source"] / "newcomer.keys").write_text("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyOfTheNewcomer0 n\n")
+        assert eventually(lambda: (keys / "newcomer").exists() and not (keys / gone).exists()), process.stdout
+        assert "newcomer:x:29777:" in passwd.read_text() and passwd.stat().st_ino == inode
+        assert (pod["root"] / "shared" / "home" / "newcomer").is_dir()
+    finally:
+        process.kill()
+        process.wait()

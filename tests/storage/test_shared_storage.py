@@ -59,13 +59,15 @@ def test_persistent_file_system_inputs_follow_the_config() -> None:
     assert fs.protect is True
 
 
-def test_scratch_file_system_for_dev_has_no_persistent_settings_and_no_protection() -> None:
+def test_scratch_file_system_for_dev_has_no_persistent_settings_and_is_protected_all_the_same() -> None:
     fs = one(shipped_plan("dev"), LUSTRE)
     assert fs.inputs["deploymentType"] == "SCRATCH_2" and fs.inputs["storageCapacity"] == 1200
     for key in ("perUnitStorageThroughput", "metadataConfiguration", "copyTagsToBackups"):
         assert key not in fs.inputs
     assert fs.inputs["dataCompressionType"] == "LZ4"
-    assert fs.protect is False  # dev's scratch data is disposable; `pulumi destroy` must be able to remove it
+    # Homes live on it in dev too: no config change (SCRATCH_2 from PERSISTENT_2, a new subnet) can delete it in one
+    # `pulumi up`, and `pulumi destroy` leaves it (docs/operating.md "Shared file system").
+    assert fs.protect is True and fs.retain_on_delete is True
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

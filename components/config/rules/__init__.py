@@ -20,6 +20,6 @@ from components.config.rules import (  # noqa: F401  (each import registers its 
     storage,
     teams,
 )
-from components.config.rules.registry import VALIDATORS, Found, rule, run_validators
+from components.config.rules.registry import VALIDATORS, Found, rule, run_validators, stack_rule
 
-__all__ = ["VALIDATORS", "Found", "rule", "run_validators"]
+__all__ = ["VALIDATORS", "Found", "rule", "run_validators", "stack_rule"]

@@ -12,6 +12,7 @@ from typing import Any
 from components import catalog
 from components.config.cluster import ClusterConfig
 from components.config.k8s_pools import NodeGroup
+from components.config.stack_context import NO_STACK, StackContext
 from components.findings import Finding, Severity
 
 MAX_PARTITION_NAME = 40  # leaves room for the prefixes of NodePool/NodeSet/Service names (63 chars)
@@ -26,15 +27,28 @@ class Found:
     value: Any
     message: str
     fix: str
+    severity: Severity | None = None  # None: the rule's own; a waiver may lower one finding to a warning
 
 
 Validator = Callable[[ClusterConfig], Iterator[Found]]
-VALIDATORS: dict[str, tuple[Severity, Validator]] = {}
+StackValidator = Callable[[ClusterConfig, StackContext], Iterator[Found]]
+VALIDATORS: dict[str, tuple[Severity, Validator | StackValidator]] = {}
+STACK_AWARE: set[str] = set()  # rules called with the StackContext too (stack_rule)
 
 
 def rule(name: str, severity: Severity = "error") -> Callable[[Validator], Validator]:
     def register(fn: Validator) -> Validator:
         VALIDATORS[name] = (severity, fn)
+        return fn
+
+    return register
+
+
+def stack_rule(name: str, severity: Severity = "error") -> Callable[[StackValidator], StackValidator]:
+    """A rule that also reads the stack around the config (its name, siblings, pack config: StackContext)."""
+    def register(fn: StackValidator) -> StackValidator:
+        VALIDATORS[name] = (severity, fn)
+        STACK_AWARE.add(name)
         return fn
 
     return register
@@ -46,16 +60,23 @@ DOMAINS = ("cluster", "network", "storage", "login", "slurm", "partitions", "poo
            "teams")
 
 
-def _domain(fn: Validator) -> int:
+def _domain(fn: Validator | StackValidator) -> int:
     name = fn.__module__.rpartition(".")[2]
     return DOMAINS.index(name) if name in DOMAINS else len(DOMAINS)
 
 
-def run_validators(config: ClusterConfig) -> list[Finding]:
+def run_validators(config: ClusterConfig, stack: StackContext = NO_STACK) -> list[Finding]:
     """Every registered rule's findings (import components.config.rules to register them all)."""
     ordered = sorted(VALIDATORS.items(), key=lambda item: _domain(item[1][1]))  # stable: keeps module order
-    return [Finding(rule=name, severity=severity, path=f.path, value=f.value, message=f.message, fix=f.fix)
-            for name, (severity, fn) in ordered for f in fn(config)]
+    return [Finding(rule=name, severity=f.severity or severity, path=f.path, value=f.value, message=f.message,
+                    fix=f.fix)
+            for name, (severity, fn) in ordered for f in _found(name, fn, config, stack)]
+
+
+def _found(name: str, fn: Validator | StackValidator, config: ClusterConfig, stack: StackContext) -> Iterator[Found]:
+    if name in STACK_AWARE:
+        return fn(config, stack)  # type: ignore[call-arg]
+    return fn(config)  # type: ignore[call-arg]
 
 
 def known_types(p: NodeGroup) -> list[catalog.InstanceType]:

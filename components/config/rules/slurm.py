@@ -6,10 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from components.config import advisory_waivers
 from components.config.cluster import ClusterConfig
-from components.config.rules.registry import Found, rule
+from components.config.rules.registry import Found, rule, stack_rule
 from components.config.slinky_releases import DIGEST, SERIES, SLINKY_REGISTRY, SLINKY_TAG, patch_release, release_series
-from components.config.slurm_advisories import advisories_for
+from components.config.slurm_advisories import Advisory, advisories_for
+from components.config.stack_context import StackContext
 
 MIN_SLURM = (25, 11)  # and Slurm >= 25.11
 
@@ -26,27 +28,55 @@ def slurm_version(c: ClusterConfig) -> Iterator[Found]:
                     f"use one of {', '.join(SERIES)}, or set every slurm.images entry yourself")
 
 
-@rule("slurm-advisories")
-def slurm_advisories(c: ClusterConfig) -> Iterator[Found]:
+@stack_rule("slurm-advisories")
+def slurm_advisories(c: ClusterConfig, stack: StackContext) -> Iterator[Found]:
     """A Slurm release with a published security fix it lacks is refused, not warned about: SchedMD's advisories
     are root or cross-user compromises (components/config/slurm_advisories.py). Checked on `slurm.version` and on
     each Slinky image of `slurm.images` whose tag names a release; an image of your own registry names no release
-    we can read, so its Slurm is yours to keep patched (docs/security.md)."""
+    we can read, so its Slurm is yours to keep patched (docs/security.md). The stack's pack config may waive an
+    advisory until a date (components/config/advisory_waivers.py): then a warning, after it an error."""
+    try:
+        waivers = advisory_waivers.read(stack.pack_config_file)
+    except advisory_waivers.WaiverError as exc:
+        yield Found("", None, f"advisory waiver: {exc}", f"state each waiver as {advisory_waivers.EXAMPLE}")
+        waivers = []
+    affecting: list[Advisory] = []
+    for path, value, release, fix in _slurm_releases(c):
+        advisories = advisories_for(release)
+        affecting += advisories
+        for verdict in advisory_waivers.judge(advisories, waivers, stack.date):
+            message = f"Slurm {release} is affected by {verdict.advisory.summary()}{verdict.note()}"
+            if verdict.expired:
+                fix = f"{fix}; or {advisory_waivers.RENEW}"
+            elif verdict.waived:
+                fix = f"{fix} before the waiver expires"
+            yield Found(path, value, message, fix, "warning" if verdict.waived else None)
+    for waiver in advisory_waivers.stale(waivers, affecting):
+        yield Found("slurm.version", c.slurm.version,
+                    f"stale {waiver.describe()}: no advisory it names affects the Slurm releases this stack runs",
+                    f"remove it from {stack.pack_config_file}", "warning")
+
+
+def _slurm_releases(c: ClusterConfig) -> Iterator[tuple[str, str, str, str]]:
+    """(path, value, patch release, fix) of every Slurm release the config names that we can read."""
     version = c.slurm.version
     if re.fullmatch(r"\d+\.\d+(\.\d+)?", version) and release_series(version) in SERIES:
         release = patch_release(version)
-        for advisory in advisories_for(release):
-            series_fix = advisory.fixed.get(release_series(release))
-            yield Found("slurm.version", version, f"Slurm {release} is affected by {advisory.summary()}",
-                        f'use "{release_series(release)}" (the patched release the project pins)'
-                        + (f' or "{series_fix}" or newer' if series_fix else ", a series with the fix"))
+        series_fix = max((a.fixed.get(release_series(release), "") for a in advisories_for(release)), key=_key,
+                         default="")
+        yield ("slurm.version", version, release, f'use "{release_series(release)}" (the patched release the '
+               "project pins)" + (f' or "{series_fix}" or newer' if series_fix else ", a series with the fix"))
     for daemon, image in c.slurm.images.model_dump().items():
         if not image or not image.startswith(f"{SLINKY_REGISTRY}/") or "@" in image:
             continue
         m = SLINKY_TAG.match(image.rsplit(":", 1)[-1])
-        for advisory in advisories_for(m["patch"]) if m else ():
-            yield Found(f"slurm.images.{daemon}", image, f"Slurm {m['patch']} is affected by {advisory.summary()}",
-                        "remove the key (Slinky's image of slurm.version is used) or use a patched release's tag")
+        if m:
+            yield (f"slurm.images.{daemon}", image, m["patch"],
+                   "remove the key (Slinky's image of slurm.version is used) or use a patched release's tag")
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")) if version else ()
 
 
 

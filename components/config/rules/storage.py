@@ -1,4 +1,5 @@
-"""Rules on shared storage: FSx for Lustre (capacity, throughput, S3 repositories, backups) and EFS."""
+"""Rules on shared storage: FSx for Lustre (capacity, throughput, S3 repositories, backups), EFS, and S3 prefixes
+no two stacks of one directory share."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Iterator
 
 from components.config.cluster import ClusterConfig
 from components.config.efs import MODEL_DIRECTORY
-from components.config.rules.registry import Found, rule
+from components.config.rules.registry import Found, rule, stack_rule
+from components.config.stack_context import StackContext
+from components.config.storage_prefixes import moved, overlap, s3_locations, sibling_locations
 
 FSX_THROUGHPUT = {"PERSISTENT_2": (125, 250, 500, 1000)}
 
@@ -169,3 +172,21 @@ def checkpoint_store(c: ClusterConfig) -> Iterator[Found]:
         if mine.startswith(theirs) or theirs.startswith(mine):  # the store's prune would delete MLflow's artifacts
             yield Found("storage.checkpointStore.s3", store.s3,
                         f"overlaps addons.mlflow.artifacts ({mlflow.artifacts})", "give each its own prefix")
+
+
+@stack_rule("storage-prefixes-shared")
+def storage_prefixes_shared(c: ClusterConfig, stack: StackContext) -> Iterator[Found]:
+    """Two stacks of one stacks directory never write the same S3 prefix: a staging cluster made from prod
+    (`slurm-eks init --from prod`) would import prod's data, prune its checkpoints, mix its MLflow artifacts."""
+    if stack.name is None or stack.stacks_dir is None:
+        return
+    mine = s3_locations(c.model_dump(by_alias=True, exclude_none=True))
+    for other, theirs in sibling_locations(stack.name, stack.stacks_dir).items():
+        for path, uri in mine:
+            for their_path, their_uri in theirs:
+                if overlap(uri, their_uri):
+                    yield Found(path, uri,
+                                f"overlaps stack {other}'s {their_path} ({their_uri}): stacks {stack.name} and "
+                                f"{other} would read, write and prune each other's objects",
+                                f"give stack {stack.name} a prefix of its own, such as "
+                                f"{moved(uri, other, stack.name)}, or another bucket")

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Adds the people declared in the stack (`slurm.identity.users`) to a Slurm pod before its daemons start.
+# Adds the people declared in the stack (`slurm.identity.users`) to a Slurm pod before its daemons start, and
+# again whenever they change (the identity-sync sidecar, identity-sync.sh, runs it on the running pod).
 # An init container runs it in the pod's own image (components/slinky/identity.py); the daemon's container
 # then mounts what it wrote: etc/passwd, etc/group and etc/shadow (each begun as a copy of the image's) and,
 # on the login pod, etc/ssh/authorized_keys/<user>. On the login pod it also creates missing homes, and each
@@ -89,6 +90,12 @@ for file in "$src"/*.keys; do
   chown 0:0 "$keys/.$user"
   chmod 0644 "$keys/.$user"
   mv -f "$keys/.$user" "$keys/$user"
+done
+# A person removed from the stack (or left with no key) logs in no more: their key file goes.
+for file in "$keys"/*; do
+  [ -e "$file" ] || continue
+  user=$(basename "$file")
+  [ -e "$src/$user.keys" ] || rm -f "$file"
 done
 
 while IFS=: read -r name _ uid gid _ home _; do
