@@ -42,6 +42,15 @@ def step_of(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def step_of_relative(relative: str) -> int | None:
+    """The step of a checkpoint path relative to a job's directory when it is one the trainers above write
+    (`step-40`, `checkpoint/step-40`, `checkpoint-40`); None for any other path (absolute, `..`, deeper, renamed)."""
+    parent, _, name = relative.rpartition("/")
+    if parent == "." or Path(parent or ".") not in _PARENTS:
+        return None
+    return step_of(name)
+
+
 def is_complete(path: Path) -> bool:
     return any((path / marker).is_file() for marker in COMMIT_MARKERS)
 

@@ -12,10 +12,10 @@ import socket
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from jobs.checkpoint_layout import CheckpointDir, is_complete, step_of
+from jobs.checkpoint_layout import CheckpointDir, is_complete, step_of, step_of_relative
 from jobs.checkpoint_store.codec import IDENTITY, ZSTD, Compression, decode_file, encoded_reader
 from jobs.checkpoint_store.location import MANIFEST, JobKey, S3Location
 
@@ -70,6 +70,28 @@ class Manifest:
             raise StoreError(f"{where}: not a checkpoint manifest ({exc})") from None
 
 
+def trusted(manifest: Manifest, job: JobKey, where: str, key: str | None = None,
+            location: S3Location | None = None) -> None:
+    """Refuse a manifest read back from S3 that is not `job`'s own checkpoint: another user's or job's, a
+    checkpoint path no trainer writes (absolute, `..`, elsewhere: jobs/checkpoint_layout.py), a step that is not
+    its directory's, a file outside it, or (with `key`) one stored under another checkpoint's key."""
+    def refuse(what: str) -> StoreError:
+        return StoreError(f"{where}: {what}; not restored. Delete the object if you did not write it")
+
+    if (manifest.user, manifest.job) != (job.user, job.job):
+        raise refuse(f"it is the manifest of {manifest.user}/{manifest.job}, not of {job.user}/{job.job}")
+    if step_of_relative(manifest.checkpoint) != manifest.step:
+        raise refuse(f"checkpoint {manifest.checkpoint!r} (step {manifest.step}) is not a trainer's checkpoint "
+                     "directory (step-<n>, checkpoint/step-<n> or checkpoint-<n>, relative to the job's directory)")
+    for stored in manifest.files:
+        parts = PurePosixPath(stored.path).parts
+        if not parts or stored.path.startswith("/") or ".." in parts or "\\" in stored.path:
+            raise refuse(f"file {stored.path!r} is not a path inside the checkpoint")
+    if key is not None and location is not None and key != job.checkpoint_prefix(location, manifest.checkpoint) \
+            + MANIFEST:
+        raise refuse(f"it names checkpoint {manifest.checkpoint!r}, which is not where it is stored")
+
+
 def _object_key(location: S3Location, job: JobKey, checkpoint: str, path: str, encoding: str) -> str:
     return job.checkpoint_prefix(location, checkpoint) + path + (".zst" if encoding == ZSTD else "")
 
@@ -102,12 +124,16 @@ class CheckpointStore:
                 yield item["Key"]
 
     def manifests(self, job: JobKey) -> list[Manifest]:
-        """The job's complete checkpoints in S3, oldest step first."""
+        """The job's complete checkpoints in S3, oldest step first; a manifest that is not this job's own (another
+        user or job, a checkpoint path the trainers never write, a key it does not belong at) is refused."""
         found = []
         for key in self._keys(job.prefix(self.location)):
             if key.endswith("/" + MANIFEST):
                 body = self.s3.get_object(Bucket=self.location.bucket, Key=key)["Body"].read()
-                found.append(Manifest.from_json(body, f"s3://{self.location.bucket}/{key}"))
+                where = f"s3://{self.location.bucket}/{key}"
+                manifest = Manifest.from_json(body, where)
+                trusted(manifest, job, where, key=key, location=self.location)
+                found.append(manifest)
         return sorted(found, key=lambda m: (m.step, m.checkpoint))
 
     def has(self, job: JobKey, checkpoint: str) -> bool:
@@ -166,11 +192,16 @@ class CheckpointStore:
                            ContentType="application/json")  # fmt: skip
         return manifest
 
-    def restore(self, manifest: Manifest, job_dir: Path) -> Path:
-        """Download a checkpoint into `job_dir/<its relative path>`, every file checked against the manifest,
-        into a temporary sibling renamed into place at the end (a torn directory of the same step is replaced)."""
-        job = JobKey(manifest.user, manifest.job)
+    def restore(self, manifest: Manifest, job_dir: Path, job: JobKey) -> Path:
+        """Download a checkpoint of `job` into `job_dir/<its relative path>`, every file checked against the
+        manifest, into a temporary sibling renamed into place at the end (a torn directory of the same step is
+        replaced). Nothing the manifest says is trusted: it must be `job`'s, and its checkpoint must resolve to a
+        trainer's directory inside `job_dir`."""
+        where = f"the manifest of {manifest.checkpoint!r} in {self.location}"
+        trusted(manifest, job, where)
         final = job_dir / manifest.checkpoint
+        if not final.parent.resolve().is_relative_to(job_dir.resolve()) or final.is_symlink():
+            raise StoreError(f"{where}: {final} leads outside {job_dir} (a link on the way): not restored")
         final.parent.mkdir(parents=True, exist_ok=True)
         staging = final.with_name(f".{final.name}.restoring-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)

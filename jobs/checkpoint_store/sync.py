@@ -34,7 +34,7 @@ def restore_if_missing(store: CheckpointStore, job: JobKey, job_dir: Path, log: 
         return None
     newest = stored[-1]
     started = time.monotonic()
-    path = store.restore(newest, job_dir)
+    path = store.restore(newest, job_dir, job)
     log(f"restored {newest.checkpoint} (step {newest.step}, {newest.size / 1e6:.1f} MB) from {store.location} "
         f"into {path} in {time.monotonic() - started:.1f} s")
     return newest

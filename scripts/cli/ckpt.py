@@ -141,7 +141,7 @@ def ckpt_restore(
             raise StoreError(f"job {job} has no checkpoint of step {step} in {store.location}; steps: "
                              f"{', '.join(str(m.step) for m in manifests)}")  # fmt: skip
         target = to or CHECKPOINT_ROOT / key.user / key.job
-        path = store.restore(chosen, target)
+        path = store.restore(chosen, target, key)
     errors.print(f"restored {chosen.checkpoint} (step {chosen.step}, {_mb(chosen.size)}) into {path}; resume with: "
                  f"sbatch --export=ALL,SLURM_EKS_CHECKPOINT_DIR={target} <the job script>", highlight=False,
                  markup=False)  # fmt: skip

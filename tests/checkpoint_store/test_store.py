@@ -57,7 +57,7 @@ def test_a_complete_checkpoint_round_trips_bit_for_bit(s3: Any, tmp_path: Path) 
     assert f"checkpoints/alice/llama-1234/step-40/{MANIFEST}" in keys(s3)
     assert "checkpoints/alice/llama-1234/step-40/sub/trainer_state.json.zst" in keys(s3)
 
-    restored = store.restore(store.manifests(JOB)[0], tmp_path / "elsewhere" / JOB.job)
+    restored = store.restore(store.manifests(JOB)[0], tmp_path / "elsewhere" / JOB.job, JOB)
     assert tree(restored) == tree(original)
     assert not list(restored.parent.glob(".*restoring*"))
 
@@ -97,7 +97,7 @@ def test_a_corrupted_object_is_refused_on_restore(s3: Any, tmp_path: Path) -> No
     s3.put_object(Bucket=BUCKET, Key="checkpoints/alice/llama-1234/step-5/__0_0.distcp", Body=b"bit rot")
     target = tmp_path / "restore" / "job"
     with pytest.raises(StoreError, match=r"does not match its manifest .* restore an older step"):
-        store.restore(manifest, target)
+        store.restore(manifest, target, JOB)
     assert not (target / "step-5").exists(), "nothing half written is left where a job would resume from it"
     assert not list((target).glob(".*"))
 
@@ -215,6 +215,60 @@ def test_a_manifest_naming_a_path_outside_the_checkpoint_is_refused(s3: Any, tmp
     manifest = store.upload(JOB, complete_checkpoints(tmp_path / "job")[0])
     evil = manifest.__class__(**{**manifest.__dict__, "files": (
         manifest.files[0].__class__("../../escape", 1, "0" * 64, IDENTITY, 1),)})
-    with pytest.raises(StoreError, match="outside the checkpoint"):
-        store.restore(evil, tmp_path / "restore" / "job")
+    with pytest.raises(StoreError, match="is not a path inside the checkpoint"):
+        store.restore(evil, tmp_path / "restore" / "job", JOB)
     assert not (tmp_path / "restore" / "escape").exists()
+
+
+def plant(s3: Any, job: JobKey, key_checkpoint: str, fields: dict[str, Any]) -> str:
+    """A manifest written under `job`'s prefix by someone else (every job held the same role before per-person
+    credentials: docs/security.md), with the fields they chose; its key."""
+    body = {"format": 1, "user": job.user, "job": job.job, "checkpoint": key_checkpoint, "step": 1, "files": [],
+            "created": "2026-12-07T00:00:00+00:00", "source": "x:/y"}
+    body.update(fields)
+    key = job.checkpoint_prefix(LOCATION, key_checkpoint) + MANIFEST
+    s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(body).encode())
+    return key
+
+
+@pytest.mark.parametrize(("fields", "refusal"), [
+    ({"checkpoint": "../../images/alice"}, "is not a trainer's checkpoint directory"),
+    ({"checkpoint": "/shared/images/alice"}, "is not a trainer's checkpoint directory"),
+    ({"checkpoint": "code/step-1"}, "is not a trainer's checkpoint directory"),
+    ({"checkpoint": "step-1", "step": 9}, "is not a trainer's checkpoint directory"),
+    ({"user": "mallory"}, "it is the manifest of mallory/llama-1234, not of alice/llama-1234"),
+    ({"job": "other-1"}, "it is the manifest of alice/other-1, not of alice/llama-1234"),
+    ({"checkpoint": "step-2", "step": 2}, "which is not where it is stored"),
+])
+def test_a_planted_manifest_is_refused_naming_its_object(s3: Any, tmp_path: Path, fields: dict[str, Any],
+                                                         refusal: str) -> None:
+    """Restore trusts nothing it reads back: a manifest under the job's prefix whose user, job, checkpoint or key
+    is not the job's own stops the restore, naming the object, before anything is written."""
+    key = plant(s3, JOB, "step-1", fields)
+    store = CheckpointStore(s3, LOCATION)
+    job_dir = tmp_path / "alice" / JOB.job
+    with pytest.raises(StoreError, match=refusal) as refused:
+        restore_if_missing(store, JOB, job_dir, lambda _line: None)
+    assert f"s3://{BUCKET}/{key}" in str(refused.value)
+    assert not (tmp_path / "alice").exists(), "nothing was written"
+
+
+def test_restore_refuses_a_manifest_of_another_job_handed_to_it(s3: Any, tmp_path: Path) -> None:
+    write_checkpoint(tmp_path / "job", "step-3")
+    store = CheckpointStore(s3, LOCATION)
+    manifest = store.upload(JOB, complete_checkpoints(tmp_path / "job")[0])
+    with pytest.raises(StoreError, match="not of bob/llama-1234"):
+        store.restore(manifest, tmp_path / "bob", JobKey("bob", "llama-1234"))
+
+
+def test_restore_refuses_a_link_out_of_the_job_directory(s3: Any, tmp_path: Path) -> None:
+    write_checkpoint(tmp_path / "job", "checkpoint/step-3")
+    store = CheckpointStore(s3, LOCATION)
+    manifest = store.upload(JOB, complete_checkpoints(tmp_path / "job")[0])
+    job_dir, elsewhere = tmp_path / "restore", tmp_path / "victim"
+    job_dir.mkdir()
+    elsewhere.mkdir()
+    (job_dir / "checkpoint").symlink_to(elsewhere)
+    with pytest.raises(StoreError, match="leads outside"):
+        store.restore(manifest, job_dir, JOB)
+    assert list(elsewhere.iterdir()) == []

@@ -64,11 +64,3 @@ def stack_twin(request: pytest.FixtureRequest) -> Iterator[tuple[str, Twin]]:
         twin.down()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each stack's twin tests in one xdist group (`make test` runs the twin suite with `--dist loadgroup`): one worker
-    brings up a stack's twin once and runs its modules in order, while another runs another stack's."""
-    for item in items:
-        params = getattr(item, "callspec", None)
-        stack = params.params.get("stack_twin") if params is not None else None
-        if stack:
-            item.add_marker(pytest.mark.xdist_group(str(stack)))
