@@ -181,6 +181,33 @@ def up(stack: StackOpt, stacks_dir: StacksDirOpt = STACKS_DIR, policy_pack_confi
         deployed, tuple(force or ()), tuple(allow_replace or ()), apply_immediately, drain, context))
 
 
+def changes(stack: StackOpt, stacks_dir: StacksDirOpt = STACKS_DIR, deployed: DeployedOpt = None,
+            force: ForceOpt = None, allow_replace: AllowReplaceOpt = None, context: ContextOpt = None) -> None:
+    """Only the day-two gates of `up`: the config against the deployed one by update policy, then `pulumi preview
+    --json` for replacements of stateful resources; exit 1 when one is refused. The deploy workflow runs it before
+    its `pulumi up` (.github/actions/pulumi-up)."""
+    from components.config.problems import ConfigError
+    from components.config.stackfile import load_stack
+    from scripts.cli.problems import fail_config
+
+    try:
+        config, _ = load_stack(stack, stacks_dir)
+    except ConfigError as exc:
+        raise fail_config(exc) from None
+    options = ChangeOptions(deployed, tuple(force or ()), tuple(allow_replace or ()), context=context)
+    _change_gate("up", stack, config, options)
+    _replacement_gate("up", stack, policy_config_for(stack), options)
+    _console().print(f"stack {stack}: no change refused", markup=False)
+
+
+def policy_config_for(stack: str) -> Path | None:
+    """policy/config/<stack>.json when the stack has one (what `up` hands to Pulumi too)."""
+    from scripts.lifecycle.pulumi_cli import POLICY_PACK
+
+    path = POLICY_PACK / "config" / f"{stack}.json"
+    return path if path.exists() else None
+
+
 def destroy(stack: StackOpt, stacks_dir: StacksDirOpt = STACKS_DIR, yes: YesOpt = False) -> None:
     """`pulumi destroy --exclude-protected`, after saying which protected resources stay (the EKS cluster, the
     accounting database, the model cache) and how to remove them."""

@@ -28,7 +28,7 @@ from scripts.cli.cost import cost
 from scripts.cli.data import data_app
 from scripts.cli.gitops import gitops_app
 from scripts.cli.k8s import k8s_app
-from scripts.cli.lifecycle import destroy, init, login, preview, up
+from scripts.cli.lifecycle import changes, destroy, init, login, preview, up
 from scripts.cli.policy import policy
 from scripts.cli.preflight import preflight
 from scripts.cli.problems import (
@@ -79,6 +79,7 @@ app.command()(advise)
 app.command()(cost)
 app.command()(preview)
 app.command()(up)
+app.command()(changes)
 app.command()(destroy)
 app.command()(init)
 app.command()(login)

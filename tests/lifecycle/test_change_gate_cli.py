@@ -118,3 +118,16 @@ def test_the_record_is_read_from_the_stacks_output_and_a_partition_nobody_checke
     assert "cannot tell whether partition trainium is idle (`kubectl` is not on PATH)" in result.output
     assert "scontrol update PartitionName=trainium State=DRAIN" in result.output
     assert [c[:3] for c in calls(pulumi)] == [["stack", "output", "deployedConfig"]]
+
+
+def test_changes_runs_the_day_two_gates_alone(pulumi: Path, tmp_path: Path) -> None:  # noqa: F811
+    """What the deploy workflow runs before its `pulumi up` (.github/actions/pulumi-up): refused before Pulumi
+    previews; an unchanged config goes on to `pulumi preview --json` and passes."""
+    record = deployed_prod(tmp_path)
+    stacks = edited_prod(tmp_path, lambda c: c.__setitem__("clusterName", "slurm-eks-prod-2"))
+    refused = invoke("changes", "--stack", "prod", "--stacks-dir", str(stacks), "--deployed", str(record))
+    assert refused.exit_code == 1 and "REFUSED" in refused.output and calls(pulumi) == []
+    same = invoke("changes", "--stack", "prod", "--deployed", str(record))
+    assert same.exit_code == 0, same.output
+    assert "no change against the deployed one" in same.output and "stack prod: no change refused" in same.output
+    assert [c[0] for c in calls(pulumi)] == ["preview"]

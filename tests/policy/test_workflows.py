@@ -245,9 +245,18 @@ def test_each_stack_deploys_in_its_own_gated_environment_with_the_policy_pack() 
         assert action["with"]["stack"] == stack
         assert action["env"] == {"PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}"}
     composite = yaml.safe_load((ACTIONS / "pulumi-up" / "action.yml").read_text())["runs"]["steps"]
-    up = next(s for s in composite if s.get("uses", "").startswith("pulumi/actions@"))
+    up = next(s for s in composite if s.get("with", {}).get("command") == "up")
     assert {k: up["with"][k] for k in ("command", "policyPacks", "policyPackConfigs")} == {
         "command": "up", "policyPacks": "policy", "policyPackConfigs": "policy/config/${{ inputs.stack }}.json"}
+    # Before it, the change against what is deployed (docs/operating.md "Changing a running cluster"), with the
+    # CLI installed first; the dispatch's keys and URNs reach it through the environment, never the script text.
+    gate = next(i for i, s in enumerate(composite) if "slurm-eks changes" in s.get("run", ""))
+    install = next(i for i, s in enumerate(composite) if s.get("uses", "").startswith("pulumi/actions@")
+                   and "command" not in s.get("with", {}))
+    assert install < gate < composite.index(up)
+    assert "${{" not in composite[gate]["run"] and composite[gate]["env"]["FORCE"] == "${{ inputs.force }}"
+    assert {name: job["steps"][-1]["with"]["force"] for name, job in jobs.items()} == dict.fromkeys(
+        jobs, "${{ inputs.force }}")
     assert unpinned_actions((ACTIONS / "pulumi-up" / "action.yml").read_text()) == []
 
 
