@@ -24,6 +24,7 @@ Sources (read for this table; docs/operating.md "Changing a running cluster"):
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,9 +141,7 @@ def blocked(steps: list[Step], allowed: list[str]) -> list[Step]:
 
 
 def render_steps(steps: list[Step]) -> str:
-    counts: dict[str, int] = {}
-    for s in steps:
-        counts[s.op] = counts.get(s.op, 0) + 1
+    counts = Counter(s.op for s in steps)
     lines = ["pulumi preview: " + (", ".join(f"{n} {op}" for op, n in sorted(counts.items())) or "no steps")]
     lines += [f"  {s.op} {s.type} {s.urn}" + (f" (because {', '.join(s.reasons)})" if s.reasons else "")
               for s in steps if s.op not in ("same", "read", "refresh")]

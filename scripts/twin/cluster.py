@@ -395,12 +395,11 @@ class Twin:
         symlink, `..data`; a subPath mount is never updated). Returns the pods updated."""
         with self.lock:
             self.objects["ConfigMap"][name] = {**self.objects["ConfigMap"][name], "data": dict(data)}
-            updated = []
+            updated, maps = [], self.config_maps()
             for pod_name, (_kind, pod) in self.plans.items():
                 if pod_name not in self.pods or self.pods[pod_name].running is None:
                     continue
-                directory = self.state / "pods" / pod_name / "volumes"
-                volumes = Volumes(directory, self.config_maps(), self.secrets, self._claim)
+                volumes = Volumes(self.state / "pods" / pod_name / "volumes", maps, self.secrets, self._claim)
                 if volumes.refresh(pod, name):
                     updated.append(pod_name)
             return updated
