@@ -52,8 +52,8 @@ def drain_command(partition: str) -> str:
 
 
 def parse_squeue(document: str) -> list[Job]:
-    """`squeue --json` (data_parser v0.0.44 of Slurm 25.11: jobs[].job_id, user_name, name, job_state (a list),
-    partition)."""
+    """`squeue --json` (Slurm 25.11.7 src/plugins/data_parser/v0.0.44/parsers.c, the job_info fields: job_id,
+    name, job_state (JOB_STATE: a list of flags), partition, user_name)."""
     jobs = json.loads(document).get("jobs", [])
     return [Job(int(j["job_id"]), str(j.get("user_name", "")), str(j.get("name", "")),
                 ",".join(j["job_state"]) if isinstance(j.get("job_state"), list) else str(j.get("job_state")),
