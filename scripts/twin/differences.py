@@ -44,6 +44,9 @@ DEPARTURES: tuple[tuple[str, str], ...] = (
                           "file by file; the kubelet swaps the whole volume by one symlink within its sync period "
                           "(about a minute), which the identity sidecar's 10 s look absorbs either way"),
     ("Kubernetes API", "none: controllers' API calls fail, as in an outage"),
+    ("kubectl", "the change gate's two commands (`get pods -l`, `exec ... -- ARGV`) are answered from the twin's pods "
+                "(scripts/twin/kubectl.py), exec running as the container's securityContext user; anything else "
+                "is refused"),
     ("DNS", "none: names are in each pod's /etc/hosts"),
     ("identity", "no sssd or LDAP: the identity init container's files"),
     ("replicas", "one login and one restapi pod"),
